@@ -1,0 +1,21 @@
+package actor
+
+import "github.com/actord/actord/executor"
+
+// Errors returned by this package; they are the executor's sentinels, so
+// errors.Is works with either name.
+var (
+	ErrConfig          = executor.ErrConfig
+	ErrNotStarted      = executor.ErrNotStarted
+	ErrStopped         = executor.ErrStopped
+	ErrNotSpawned      = executor.ErrNotSpawned
+	ErrAlreadySpawned  = executor.ErrAlreadySpawned
+	ErrTerminated      = executor.ErrTerminated
+	ErrUndelivered     = executor.ErrUndelivered
+	ErrActorsAlive     = executor.ErrActorsAlive
+	ErrStopInBehaviour = executor.ErrStopInBehaviour
+	ErrPanic           = executor.ErrPanic
+)
+
+// PanicError reports a behaviour that panicked; see executor.PanicError.
+type PanicError = executor.PanicError

@@ -1,0 +1,107 @@
+package actor
+
+import (
+	"context"
+	"time"
+
+	"github.com/actord/actord/executor"
+	"github.com/actord/actord/stealing"
+)
+
+// System is a started actor system: an executor with its workers. Create one
+// with Start and end it with Stop. A program may run several systems, one
+// after the other or at the same time.
+type System struct {
+	e *executor.Executor
+}
+
+// Option configures Start.
+type Option func(*executor.Config)
+
+// WithWorkers sets the number of worker threads (default GOMAXPROCS).
+func WithWorkers(n int) Option { return func(c *executor.Config) { c.Workers = n } }
+
+// WithQueuesPerWorker sets the sharding factor: queues per worker (default 16).
+func WithQueuesPerWorker(n int) Option { return func(c *executor.Config) { c.QueuesPerWorker = n } }
+
+// WithQueues sets the total number of queues, overriding WithQueuesPerWorker.
+// Start fails if it is smaller than the number of workers.
+func WithQueues(n int) Option { return func(c *executor.Config) { c.Queues = n } }
+
+// WithQueueCapacity sets the initial capacity, in messages, of each copy
+// queue (default 10). Queues grow on demand and shrink back after bursts,
+// never below this capacity.
+func WithQueueCapacity(n int) Option { return func(c *executor.Config) { c.QueueCapacity = n } }
+
+// WithCPUPinning pins each worker thread to its own CPU (Linux only).
+func WithCPUPinning() Option { return func(c *executor.Config) { c.PinCPUs = true } }
+
+// WithStealing selects the victim heuristic for queue stealing:
+// stealing.LongestVictim (the default), stealing.Random, or stealing.None
+// to disable stealing.
+func WithStealing(h stealing.Heuristic) Option { return func(c *executor.Config) { c.Steal = h } }
+
+// WithErrorHandler sets a function called, on the worker goroutine, with each
+// panic recovered from a behaviour (a *executor.PanicError). Stop reports
+// them too.
+func WithErrorHandler(f func(error)) Option { return func(c *executor.Config) { c.OnError = f } }
+
+// WithIdle tunes the idle protocol: a worker parks after spinPasses
+// consecutive passes over its queues without work, and a parked worker wakes
+// after parkTimeout at most to look for work to steal (negative: only when
+// woken). Zero values keep the defaults.
+func WithIdle(spinPasses int, parkTimeout time.Duration) Option {
+	return func(c *executor.Config) {
+		c.SpinPasses = spinPasses
+		c.ParkTimeout = parkTimeout
+	}
+}
+
+// WithoutStatistics stops counting per-message statistics (messages sent and
+// processed, gulps), for the last few percent of throughput.
+func WithoutStatistics() Option { return func(c *executor.Config) { c.NoStatistics = true } }
+
+// WithConfig replaces the whole executor configuration (options after it
+// still apply).
+func WithConfig(cfg executor.Config) Option { return func(c *executor.Config) { *c = cfg } }
+
+// Start starts an actor system. Errors wrap ErrConfig for an invalid
+// configuration (for example fewer queues than workers).
+func Start(opts ...Option) (*System, error) {
+	var cfg executor.Config
+	for _, o := range opts {
+		o(&cfg)
+	}
+	e, err := executor.Start(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &System{e: e}, nil
+}
+
+// Stop blocks until every actor has terminated, then stops the workers. If
+// ctx ends first, it stops the system anyway and returns an error wrapping
+// ErrActorsAlive (and ctx's error) that says how many actors were alive.
+//
+// Its error also joins every panic recovered from a behaviour during the run
+// (errors.Is(err, ErrPanic); errors.As gives the *executor.PanicError with
+// the panic value and stack), and ErrUndelivered with the number of messages
+// that were never delivered: sent to an actor that terminated first, or still
+// queued at the end. A clean run returns nil. After Stop, sends return
+// ErrStopped. Stop must not be called from a behaviour (ErrStopInBehaviour).
+func (s *System) Stop(ctx context.Context) error {
+	if s == nil || s.e == nil {
+		return ErrNotStarted
+	}
+	return s.e.Stop(ctx)
+}
+
+// Stats returns a snapshot of the system's statistics (see executor.Stats).
+func (s *System) Stats() executor.Stats { return s.e.Stats() }
+
+// Config returns the system's resolved configuration.
+func (s *System) Config() executor.Config { return s.e.Config() }
+
+// Executor returns the underlying executor, for the metrics package and for
+// tools that read statistics.
+func (s *System) Executor() *executor.Executor { return s.e }

@@ -1,0 +1,124 @@
+package executor
+
+import (
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/actord/actord/internal/event"
+	"github.com/actord/actord/stealing"
+)
+
+// Defaults used for zero Config fields.
+const (
+	DefaultQueuesPerWorker = 16  // the chapter's sharding factor
+	DefaultQueueCapacity   = 10  // initial envelopes per copy queue, as in C∀
+	DefaultLocalBatch      = 256 // local sends per gulp before falling back to the mailbox
+	DefaultRegulps         = 4   // times a worker re-takes a mailbox it just drained before moving on
+	DefaultSpinPasses      = 64  // empty passes over its mailboxes before a worker parks
+	DefaultParkTimeout     = 10 * time.Millisecond
+)
+
+// Config configures an Executor. The zero value gives the defaults.
+type Config struct {
+	// Workers is the number of worker goroutines, each locked to an OS thread.
+	// 0 means runtime.GOMAXPROCS(0).
+	Workers int
+	// QueuesPerWorker is the sharding factor: Queues defaults to
+	// Workers*QueuesPerWorker. 0 means DefaultQueuesPerWorker.
+	QueuesPerWorker int
+	// Queues is the total number of mailboxes, overriding QueuesPerWorker.
+	// It must be at least Workers: a worker without a mailbox could never
+	// receive work. 0 means Workers*QueuesPerWorker.
+	Queues int
+	// QueueCapacity is the initial capacity (in envelopes) of every copy
+	// queue, and the floor below which reclamation never shrinks one.
+	// 0 means DefaultQueueCapacity.
+	QueueCapacity int
+	// PinCPUs pins worker i to the i-th CPU of the process's allowed set
+	// (modulo its size). Linux only; elsewhere Start fails.
+	PinCPUs bool
+	// Steal selects the victim heuristic of queue stealing; stealing.None
+	// disables stealing. nil means stealing.LongestVictim.
+	Steal stealing.Heuristic
+	// LocalBatch bounds how many sends a behaviour may append directly to
+	// the batch its worker is draining (sends to an actor of the mailbox
+	// being drained, made from that worker) before further sends go through
+	// the mailbox, so a self-sending actor cannot keep its worker forever.
+	// 0 means DefaultLocalBatch; negative disables local appends.
+	LocalBatch int
+	// Regulps is how many times in a row a worker re-takes a mailbox that
+	// refilled while it was being drained before moving to its next mailbox.
+	// 0 means DefaultRegulps; negative disables re-taking.
+	Regulps int
+	// SpinPasses is the number of consecutive passes over its mailboxes
+	// without work (including steal attempts) after which a worker parks.
+	// 0 means DefaultSpinPasses.
+	SpinPasses int
+	// ParkTimeout bounds a worker's sleep, so that parked workers still look
+	// for work to steal now and then. 0 means DefaultParkTimeout; negative
+	// means sleep until woken.
+	ParkTimeout time.Duration
+	// Event selects the sleep primitive (futex on Linux by default).
+	Event event.Kind
+	// NoStatistics turns statistics counting off on the workers' hot paths
+	// (creations, terminations and parking are still counted).
+	NoStatistics bool
+	// OnError, if set, is called with every *PanicError as it happens, on
+	// the worker goroutine that recovered it. It must not block for long.
+	OnError func(error)
+}
+
+// resolved returns c with defaults applied, or an error wrapping ErrConfig.
+func (c Config) resolved() (Config, error) {
+	if c.Workers == 0 {
+		c.Workers = runtime.GOMAXPROCS(0)
+	}
+	if c.Workers < 0 {
+		return c, fmt.Errorf("%w: %d workers", ErrConfig, c.Workers)
+	}
+	if c.QueuesPerWorker == 0 {
+		c.QueuesPerWorker = DefaultQueuesPerWorker
+	}
+	if c.QueuesPerWorker < 0 {
+		return c, fmt.Errorf("%w: %d queues per worker", ErrConfig, c.QueuesPerWorker)
+	}
+	if c.Queues == 0 {
+		c.Queues = c.Workers * c.QueuesPerWorker
+	}
+	if c.Queues < c.Workers {
+		return c, fmt.Errorf("%w: %d queues for %d workers: every worker needs at least one queue",
+			ErrConfig, c.Queues, c.Workers)
+	}
+	if c.QueueCapacity == 0 {
+		c.QueueCapacity = DefaultQueueCapacity
+	}
+	if c.QueueCapacity < 0 {
+		return c, fmt.Errorf("%w: queue capacity %d", ErrConfig, c.QueueCapacity)
+	}
+	if c.Steal == nil {
+		c.Steal = stealing.LongestVictim
+	}
+	if c.LocalBatch == 0 {
+		c.LocalBatch = DefaultLocalBatch
+	}
+	if c.LocalBatch < 0 {
+		c.LocalBatch = 0
+	}
+	if c.Regulps == 0 {
+		c.Regulps = DefaultRegulps
+	}
+	if c.Regulps < 0 {
+		c.Regulps = 0
+	}
+	if c.SpinPasses == 0 {
+		c.SpinPasses = DefaultSpinPasses
+	}
+	if c.SpinPasses < 0 {
+		return c, fmt.Errorf("%w: %d spin passes", ErrConfig, c.SpinPasses)
+	}
+	if c.ParkTimeout == 0 {
+		c.ParkTimeout = DefaultParkTimeout
+	}
+	return c, nil
+}

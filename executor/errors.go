@@ -1,0 +1,65 @@
+package executor
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors; test for them with errors.Is.
+var (
+	// ErrConfig: the configuration is invalid (for example fewer queues than workers).
+	ErrConfig = errors.New("executor: invalid configuration")
+	// ErrNotStarted: the system was never started (nil or zero value).
+	ErrNotStarted = errors.New("executor: system not started")
+	// ErrStopped: the system has been stopped.
+	ErrStopped = errors.New("executor: system stopped")
+	// ErrNotSpawned: the actor was never spawned.
+	ErrNotSpawned = errors.New("executor: actor not spawned")
+	// ErrAlreadySpawned: Spawn of an actor that is alive (or being spawned).
+	ErrAlreadySpawned = errors.New("executor: actor already spawned")
+	// ErrTerminated: send to an actor that has terminated.
+	ErrTerminated = errors.New("executor: actor terminated")
+	// ErrUndelivered: messages were sent but never delivered: sent to an
+	// actor that terminated before receiving them, or still queued when the
+	// system stopped.
+	ErrUndelivered = errors.New("executor: messages undelivered")
+	// ErrActorsAlive: Stop's context ended while actors were still alive.
+	ErrActorsAlive = errors.New("executor: actors still alive")
+	// ErrStopInBehaviour: Stop called from a behaviour, which could never
+	// return (the calling actor is alive until its behaviour returns).
+	ErrStopInBehaviour = errors.New("executor: Stop called from inside a behaviour")
+	// ErrPanic: a behaviour or hook panicked (the error is a *PanicError).
+	ErrPanic = errors.New("executor: behaviour panicked")
+)
+
+// PanicError reports a behaviour (or a Destroy/Release hook) that panicked or
+// called runtime.Goexit. The actor was terminated; the worker and every other
+// actor went on.
+type PanicError struct {
+	Actor   any    // the actor whose behaviour panicked
+	Message any    // the message being delivered
+	Value   any    // the value passed to panic (nil for runtime.Goexit)
+	Goexit  bool   // the behaviour called runtime.Goexit
+	Stack   []byte // the goroutine's stack at the panic
+	Worker  int    // the worker that recovered it
+}
+
+func (e *PanicError) Error() string {
+	if e.Goexit {
+		return fmt.Sprintf("executor: behaviour of %T called runtime.Goexit on message %T (worker %d)",
+			e.Actor, e.Message, e.Worker)
+	}
+	return fmt.Sprintf("executor: behaviour of %T panicked on message %T (worker %d): %v",
+		e.Actor, e.Message, e.Worker, e.Value)
+}
+
+// Is makes errors.Is(err, ErrPanic) true for every *PanicError.
+func (e *PanicError) Is(target error) bool { return target == ErrPanic }
+
+// Unwrap returns the panic value when it is an error.
+func (e *PanicError) Unwrap() error {
+	if err, ok := e.Value.(error); ok {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,159 @@
+package executor
+
+import (
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/actord/actord/internal/copyq"
+	"github.com/actord/actord/internal/spin"
+	"golang.org/x/sys/cpu"
+)
+
+// Lock-word layout. One 64-bit word carries a mailbox's spin lock, its flags
+// and its length, so that:
+//   - a push costs one CAS (lock) and one store (unlock, which also publishes
+//     the new length): the same two atomics as any lock;
+//   - the worker's "is it empty?" test, the thieves' "is it a candidate?"
+//     test and the senders' "is it closed?" test are single atomic loads,
+//     which on amd64 and arm64 are plain loads.
+const (
+	wordLocked     = 1 << 0 // held by a pusher, a gulper, a releaser or the closer
+	wordProcessing = 1 << 1 // the chapter's being_processed: a worker holds the buffer
+	wordClosed     = 1 << 2 // the executor has stopped: pushes fail
+	wordLenShift   = 3      // bits 3..63: number of envelopes in buf
+	wordLenOne     = 1 << wordLenShift
+)
+
+func wordLen(w uint64) int { return int(w >> wordLenShift) }
+
+// mailbox is one of the executor's sharded message queues. Many actors share
+// a mailbox (actor i uses mailbox i mod M for its whole life); a worker gulps
+// the whole mailbox at once by swapping buffers with it.
+//
+// Two arrays point at mailboxes: Executor.mailboxes, indexed by ticket, which
+// senders use and which never changes; and Executor.slots, which workers scan
+// and thieves permute with stealing.TrySwap. A swap therefore never disturbs a
+// sender, and a gulp works on a mailbox pointer loaded once into a local, so a
+// swap during a gulp is harmless; wordProcessing keeps one mailbox (and hence
+// each of its actors) on at most one worker at a time.
+type mailbox struct {
+	_ cpu.CacheLinePad
+	// word is the lock word above. The lock bit is taken with CAS and
+	// released with a store of the complete new word; every change to buf,
+	// wordProcessing or wordClosed happens between the two, so the unlocking
+	// store is the single point that publishes them. Readers that do not
+	// hold the lock only ever load the word (emptiness checks, candidate
+	// checks, queue-depth gauges); the value they see may be stale by the
+	// time they act, which the gulp (re-checked under the lock) tolerates.
+	word atomic.Uint64
+	// buf holds the queued envelopes. Guarded by the lock bit: written by
+	// pushers and gulpers (which swap it with a worker's empty buffer), read
+	// by nobody else.
+	buf copyq.Queue[envelope]
+	// owner is the worker whose slot range currently holds this mailbox: the
+	// worker to wake when a push finds it parked. Written at start and by a
+	// thief after each successful swap (for both mailboxes swapped); read by
+	// pushers and releasers. It can be briefly stale after a swap; the
+	// thief's post-swap check (see worker.steal) covers that window.
+	owner atomic.Pointer[worker]
+	// drainer is the worker that most recently gulped this mailbox. Written
+	// by that worker when it gulps (only if it changed); read by senders,
+	// which use it only to ask "am I the goroutine draining this mailbox
+	// right now?" (see Send): a stale value never matches a wrong caller.
+	drainer atomic.Pointer[worker]
+	// sent counts envelopes ever pushed into this mailbox. Guarded by the
+	// lock bit (incremented by pushers, read by Stats under the lock).
+	sent  uint64
+	index int // position in Executor.mailboxes; immutable
+	_     cpu.CacheLinePad
+}
+
+// lock spins until it holds the lock and returns the word as it was (unlocked).
+func (m *mailbox) lock() uint64 {
+	var b spin.Backoff
+	for {
+		w := m.word.Load()
+		if w&wordLocked == 0 && m.word.CompareAndSwap(w, w|wordLocked) {
+			return w
+		}
+		b.Pause()
+	}
+}
+
+// unlock releases the lock, publishing w (which must not have wordLocked set)
+// as the new word.
+func (m *mailbox) unlock(w uint64) { m.word.Store(w) }
+
+// push appends an envelope built in place from its fields. It fails only
+// when the mailbox is closed.
+func (m *mailbox) push(c *Cell, fn unsafe.Pointer, msg any, mc *MsgCell) bool {
+	w := m.lock()
+	if w&wordClosed != 0 {
+		m.unlock(w)
+		return false
+	}
+	m.buf.Next().set(c, fn, msg, mc)
+	m.sent++
+	m.unlock(w + wordLenOne)
+	return true
+}
+
+// sentCount returns the number of envelopes ever pushed (takes the lock).
+func (m *mailbox) sentCount() uint64 {
+	w := m.lock()
+	n := m.sent
+	m.unlock(w)
+	return n
+}
+
+// gulp takes every queued envelope by swapping m's buffer with into, which
+// must be empty, and marks m being processed. It returns the number taken;
+// missed reports that m was already being processed (by a worker that has
+// since lost it to a thief, or a thief that took it), in which case nothing
+// is taken.
+func (m *mailbox) gulp(into *copyq.Queue[envelope]) (n int, missed bool) {
+	w := m.lock()
+	if w&wordProcessing != 0 {
+		m.unlock(w)
+		return 0, true
+	}
+	n = wordLen(w)
+	if n == 0 { // emptied between the unlocked check and the lock
+		m.unlock(w)
+		return 0, false
+	}
+	m.buf, *into = *into, m.buf
+	m.unlock(w&wordClosed | wordProcessing) // length 0
+	return n, false
+}
+
+// release ends the processing of a gulped batch. If regulp is true and
+// envelopes arrived meanwhile, it gulps them into into (which must be empty)
+// and keeps m being processed, returning their number; this saves the
+// unlock/lock pair of a separate release and gulp. Otherwise it clears
+// wordProcessing and returns 0 and the number of envelopes left queued.
+func (m *mailbox) release(into *copyq.Queue[envelope], regulp bool) (n, left int) {
+	w := m.lock()
+	n = wordLen(w)
+	if regulp && n > 0 {
+		m.buf, *into = *into, m.buf
+		m.unlock(w&wordClosed | wordProcessing)
+		return n, 0
+	}
+	m.unlock(w &^ wordProcessing)
+	return 0, n
+}
+
+// close marks m closed, so that every later push fails, and returns the
+// number of envelopes still queued (then discarded). Only Stop calls it,
+// after the workers have exited.
+func (m *mailbox) close() int {
+	w := m.lock()
+	n := wordLen(w)
+	m.buf = copyq.Queue[envelope]{}
+	m.unlock(wordClosed)
+	return n
+}
+
+// queued returns the current length (a racy snapshot, for gauges).
+func (m *mailbox) queued() int { return wordLen(m.word.Load()) }

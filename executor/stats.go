@@ -1,0 +1,162 @@
+package executor
+
+import (
+	"math"
+	"math/bits"
+	"time"
+)
+
+// HistogramBuckets is the number of buckets of a Histogram.
+const HistogramBuckets = 23
+
+// Histogram is a distribution of sizes (gulp sizes, steal sizes) in
+// power-of-two buckets. Bucket 0 counts zeros, bucket i (1 <= i < last)
+// counts values in (2^(i-2), 2^(i-1)], that is 1, 2, 3-4, 5-8, ..., and the
+// last bucket counts everything above 2^20.
+type Histogram struct {
+	Buckets [HistogramBuckets]uint64
+	Count   uint64 // number of observations
+	Sum     uint64 // sum of the observed values
+}
+
+// BucketUpperBound returns the inclusive upper bound of bucket i
+// (+Inf for the last bucket).
+func BucketUpperBound(i int) float64 {
+	switch {
+	case i <= 0:
+		return 0
+	case i >= HistogramBuckets-1:
+		return math.Inf(1)
+	}
+	return float64(uint64(1) << (i - 1))
+}
+
+// Observe records one value.
+func (h *Histogram) Observe(v uint64) {
+	i := 0
+	if v > 0 {
+		i = 1 + bits.Len64(v-1)
+		if i > HistogramBuckets-1 {
+			i = HistogramBuckets - 1
+		}
+	}
+	h.Buckets[i]++
+	h.Count++
+	h.Sum += v
+}
+
+// Mean returns Sum/Count, or 0 without observations.
+func (h *Histogram) Mean() float64 {
+	if h.Count == 0 {
+		return 0
+	}
+	return float64(h.Sum) / float64(h.Count)
+}
+
+func (h *Histogram) add(o *Histogram) {
+	for i := range h.Buckets {
+		h.Buckets[i] += o.Buckets[i]
+	}
+	h.Count += o.Count
+	h.Sum += o.Sum
+}
+
+// WorkerStats are one worker's counters. A worker counts into a private copy
+// with plain (non-atomic) increments and publishes it on request (see
+// Executor.Stats), so counting costs the hot path no atomic instruction.
+type WorkerStats struct {
+	ActorsCreated    uint64 // actors spawned by behaviours running on this worker
+	ActorsTerminated uint64 // actors terminated (allocation status or panic) on this worker
+	LocalSends       uint64 // sends appended directly to the batch this worker was draining
+	DeadLetters      uint64 // messages dropped because their actor had terminated
+	Dropped          uint64 // messages dropped from this worker's batch by a forced stop
+	Panics           uint64 // behaviours (or hooks) that panicked or called runtime.Goexit
+
+	// GulpSize has one observation per gulp: the number of messages taken
+	// (Count = gulps, Sum = messages gulped). Local sends are not included.
+	GulpSize    Histogram
+	MissedGulps uint64 // non-empty mailboxes found being processed by another worker
+
+	StealAttempts    uint64    // times this worker acted as a thief
+	StealNoCandidate uint64    // attempts that found no candidate mailbox at the victim
+	StealFailedSwap  uint64    // attempts whose wait-free swap failed
+	EmptySteals      uint64    // successful swaps of a mailbox that was empty by then
+	StealSize        Histogram // per successful non-empty steal: messages in the stolen mailbox
+	StealWakeups     uint64    // parked workers this worker woke because it had a backlog
+
+	Parks            uint64        // times the worker went to sleep
+	WakeupsBySender  uint64        // sleeps ended by a sender (or thief, releaser, Stop)
+	WakeupsByTimeout uint64        // sleeps ended by the park timeout
+	ParkedTime       time.Duration // total time asleep
+}
+
+// MessagesProcessed returns the number of messages whose behaviour this
+// worker ran (pills included): every message it took, by gulp or local send,
+// minus dead letters and messages dropped at a forced stop. Derived rather
+// than counted, to keep an increment off the per-message path. It is 0 when
+// statistics are off (Config.NoStatistics), since gulps are not counted then.
+func (s *WorkerStats) MessagesProcessed() uint64 {
+	in, out := s.GulpSize.Sum+s.LocalSends, s.DeadLetters+s.Dropped
+	if in < out {
+		return 0
+	}
+	return in - out
+}
+
+// Steals returns the number of successful swaps (empty or not).
+func (s *WorkerStats) Steals() uint64 { return s.StealSize.Count + s.EmptySteals }
+
+func (s *WorkerStats) add(o *WorkerStats) {
+	s.ActorsCreated += o.ActorsCreated
+	s.ActorsTerminated += o.ActorsTerminated
+	s.LocalSends += o.LocalSends
+	s.DeadLetters += o.DeadLetters
+	s.Dropped += o.Dropped
+	s.Panics += o.Panics
+	s.GulpSize.add(&o.GulpSize)
+	s.MissedGulps += o.MissedGulps
+	s.StealAttempts += o.StealAttempts
+	s.StealNoCandidate += o.StealNoCandidate
+	s.StealFailedSwap += o.StealFailedSwap
+	s.EmptySteals += o.EmptySteals
+	s.StealSize.add(&o.StealSize)
+	s.StealWakeups += o.StealWakeups
+	s.Parks += o.Parks
+	s.WakeupsBySender += o.WakeupsBySender
+	s.WakeupsByTimeout += o.WakeupsByTimeout
+	s.ParkedTime += o.ParkedTime
+}
+
+// Stats is a snapshot of an executor's statistics.
+type Stats struct {
+	// Workers holds each worker's counters, indexed by worker number.
+	Workers []WorkerStats
+	// ExternalActorsCreated counts actors spawned by goroutines that are
+	// not workers (the program's main goroutine, servers, timers).
+	ExternalActorsCreated uint64
+	// MessagesSent counts every successful send (pills included), from
+	// workers and from other goroutines alike: pushes counted by each
+	// mailbox under its lock, plus local sends. It is system-wide because
+	// attributing each send to a worker would cost the send path a
+	// goroutine-identity lookup.
+	MessagesSent uint64
+	LiveActors     int64 // spawned and not yet terminated
+	ParkedWorkers  int   // workers asleep at the time of the snapshot
+	QueuedMessages int   // messages waiting in mailboxes (not yet gulped)
+	Queues         int   // number of mailboxes
+	// Stale lists workers that did not publish fresh counters in time
+	// (typically because they were inside a long behaviour); their entries
+	// hold their latest published values.
+	Stale []int
+}
+
+// Total returns the sum over workers, with external creations added to
+// ActorsCreated.
+func (s Stats) Total() WorkerStats {
+	var t WorkerStats
+	for i := range s.Workers {
+		t.add(&s.Workers[i])
+	}
+	t.ActorsCreated += s.ExternalActorsCreated
+	return t
+}

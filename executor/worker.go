@@ -1,0 +1,534 @@
+package executor
+
+import (
+	"math/rand/v2"
+	"runtime"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/actord/actord/internal/affinity"
+	"github.com/actord/actord/internal/copyq"
+	"github.com/actord/actord/internal/event"
+	"github.com/actord/actord/internal/goid"
+	"github.com/actord/actord/stealing"
+	"golang.org/x/sys/cpu"
+)
+
+// Worker states (worker.state).
+const (
+	workerRunning uint32 = iota // awake: scanning, processing, spinning or stealing
+	workerParked                // asleep, or about to sleep, on its event
+	workerWoken                 // moved out of parked by another goroutine (sender, thief, releaser, Stop)
+	workerExited                // the worker goroutine has returned
+)
+
+// worker is one executor thread: a goroutine locked to an OS thread that
+// cycles over its own range of slots, gulps non-empty mailboxes, runs their
+// behaviours, steals mailboxes when idle and parks when there is nothing to do.
+type worker struct {
+	e      *Executor
+	id     int
+	lo, hi int // owned slot range [lo, hi) of e.slots; immutable
+	cpu    int // CPU to pin to, or -1
+	gslot  int // index of this worker's entry in e.gtab
+	// g is the worker goroutine's identity (goid.Get). Written by the
+	// worker goroutine when it starts (or resumes after runtime.Goexit);
+	// read by senders to recognise it (see Send).
+	g atomic.Uintptr
+	rng    *rand.Rand
+	stats  bool // count hot-path statistics (!Config.NoStatistics)
+
+	// Everything below, up to the padding, is touched only by the worker's
+	// own goroutine (including behaviours it runs, through Send and Spawn,
+	// which recognise it with Executor.current).
+	buf       copyq.Queue[envelope] // the gulped batch being drained, else an empty spare
+	cur       *mailbox              // mailbox whose batch is in buf, nil between gulps
+	regulps   int                   // times cur has been re-taken in this visit
+	// localLimit bounds local sends: they may append to buf while it holds
+	// fewer than localLimit envelopes (the gulped ones plus
+	// Config.LocalBatch). Set per batch; 0 between batches.
+	localLimit int
+	gulped     int // envelopes taken by the current gulp (the rest of buf came from local sends)
+	ending    *Cell                 // actor whose termination hooks are running
+	given     *mailbox              // during steal: the mailbox the swap gave the victim
+	st        WorkerStats           // private counters
+	seenEpoch uint64                // last statsEpoch published
+	exitOK    bool                  // the loop returned normally (not by runtime.Goexit)
+
+	_ cpu.CacheLinePad
+	// state is the parking protocol word (workerRunning, ...). Written by
+	// the worker (parked, running, exited) and by wakers (CAS parked ->
+	// woken); read by wakers and by Stats. The futex sleeps on it.
+	state atomic.Uint32
+	ev    event.Event
+	_     cpu.CacheLinePad
+	// pub is the latest published copy of st, guarded by pubMu; pubEpoch is
+	// the statsEpoch it answers. Written by the worker, read by Stats.
+	pubMu    sync.Mutex
+	pub      WorkerStats
+	pubEpoch atomic.Uint64
+}
+
+func newWorker(e *Executor, id, lo, hi int) *worker {
+	w := &worker{
+		e: e, id: id, lo: lo, hi: hi, cpu: -1,
+		rng:   rand.New(rand.NewPCG(uint64(id)+1, uint64(time.Now().UnixNano()))),
+		stats: !e.cfg.NoStatistics,
+		buf:   copyq.New[envelope](e.cfg.QueueCapacity),
+	}
+	w.ev.Init(e.cfg.Event)
+	return w
+}
+
+// run is the worker goroutine. ready is signalled once the worker is
+// registered (or failed to pin, with *errp set).
+func (w *worker) run(ready *sync.WaitGroup, errp *error) {
+	w.start(errp)
+	ready.Done()
+	if *errp != nil {
+		w.exitOK = true
+		w.exit()
+		return
+	}
+	defer w.exit()
+	w.loop()
+	w.exitOK = true
+}
+
+// start locks the goroutine to its thread, pins it and registers its identity.
+func (w *worker) start(errp *error) {
+	runtime.LockOSThread()
+	if w.cpu >= 0 {
+		if err := affinity.Pin(w.cpu); err != nil {
+			*errp = err
+		}
+	}
+	g := goid.Get()
+	w.g.Store(g)
+	w.e.register(w, g)
+}
+
+// exit runs when the worker goroutine ends. If a behaviour called
+// runtime.Goexit, the goroutine is ending in the middle of a batch: a new
+// goroutine takes over the worker and finishes the batch (the panic report
+// was recorded by drainBatch).
+func (w *worker) exit() {
+	w.e.retire(w)
+	if !w.exitOK {
+		if !w.e.shutdown.Load() {
+			go w.resume()
+			return // thread locked and not unlocked: the runtime discards it
+		}
+		w.e.undeliver.Add(int64(w.buf.Len())) // the rest of the interrupted batch
+	}
+	w.publish(w.e.statsEpoch.Load())
+	w.state.Store(workerExited)
+	if w.cpu < 0 {
+		runtime.UnlockOSThread()
+	}
+	w.e.wg.Done()
+}
+
+// resume continues a worker whose goroutine was ended by runtime.Goexit.
+func (w *worker) resume() {
+	var err error
+	w.start(&err) // pinning worked before; a failure now only loses the pinning
+	defer w.exit()
+	if w.cur != nil {
+		w.processCurrent()
+	}
+	w.loop()
+	w.exitOK = true
+}
+
+// loop cycles over the worker's mailboxes until shutdown.
+func (w *worker) loop() {
+	e := w.e
+	idle := 0 // consecutive passes without work
+	for {
+		if w.pass() {
+			idle = 0
+			continue
+		}
+		if e.shutdown.Load() {
+			return
+		}
+		idle++
+		// The chapter: steal after two consecutive passes without work,
+		// and again after every two more.
+		if e.sel != nil && idle%2 == 0 && w.steal() {
+			idle = 0
+			continue
+		}
+		if idle >= e.cfg.SpinPasses {
+			w.park()
+			idle = 0
+		}
+	}
+}
+
+// pass visits each owned slot once, gulping and processing every non-empty
+// mailbox that is not being processed elsewhere. It reports whether it found
+// work.
+func (w *worker) pass() bool {
+	e := w.e
+	if ep := e.statsEpoch.Load(); ep != w.seenEpoch {
+		w.publish(ep)
+	}
+	busy := 0
+	for i := w.lo; i < w.hi; i++ {
+		mb := e.slots[i].Load() // nil only while this worker swaps it, never here
+		if mb == nil {
+			continue
+		}
+		word := mb.word.Load() // the unlocked emptiness test
+		if wordLen(word) == 0 {
+			continue
+		}
+		if word&wordProcessing != 0 {
+			if w.stats {
+				w.st.MissedGulps++
+			}
+			continue
+		}
+		n, missed := mb.gulp(&w.buf)
+		if missed {
+			if w.stats {
+				w.st.MissedGulps++
+			}
+			continue
+		}
+		if n == 0 {
+			continue
+		}
+		busy++
+		if mb.drainer.Load() != w {
+			mb.drainer.Store(w)
+		}
+		w.cur = mb
+		w.regulps = 0
+		w.gulped = n
+		w.processCurrent()
+	}
+	// More than one mailbox with work in one pass: this worker has a
+	// backlog. If others sleep and none is already looking for work, wake
+	// one so it can steal (see wakeThief).
+	if busy > 1 && e.sel != nil && e.sleepers.Load() != 0 {
+		w.wakeThief()
+	}
+	return busy > 0
+}
+
+// processCurrent drains the batch of w.cur, re-taking the mailbox while it
+// refilled meanwhile (up to Config.Regulps times), then releases it.
+func (w *worker) processCurrent() {
+	e, mb := w.e, w.cur
+	for {
+		w.localLimit = w.gulped + e.cfg.LocalBatch
+		w.drain()
+		w.localLimit = 0
+		if w.stats {
+			w.st.GulpSize.Observe(uint64(w.gulped))
+			w.st.LocalSends += uint64(w.buf.Pushed() - w.gulped)
+		}
+		w.buf.Reset(e.cfg.QueueCapacity)
+		regulp := w.regulps < e.cfg.Regulps && !e.shutdown.Load()
+		n, left := mb.release(&w.buf, regulp)
+		if n == 0 {
+			w.cur = nil
+			// Messages arrived while we held the mailbox, but it is not
+			// ours to re-take: if its owner (a thief took it) sleeps,
+			// wake it. Pairs with the owner's announce-then-recheck in park.
+			if left > 0 && e.sleepers.Load() != 0 {
+				if o := mb.owner.Load(); o != nil && o != w {
+					o.wake()
+				}
+			}
+			return
+		}
+		w.regulps++
+		w.gulped = n
+	}
+}
+
+// drain delivers every envelope of the batch, recovering from panics.
+func (w *worker) drain() {
+	for !w.drainBatch() {
+	}
+}
+
+// drainBatch delivers envelopes until the batch is empty and returns true.
+// If a behaviour panics it returns false after recording the panic, and
+// drain calls it again for the rest of the batch. The deferred function runs
+// once per batch, not per message (a deferred call in a loop would not be
+// open-coded and would cost every message).
+func (w *worker) drainBatch() (done bool) {
+	defer func() {
+		if !done {
+			r := recover()
+			w.recovered(r, r == nil) // r == nil: runtime.Goexit is unwinding us
+		}
+	}()
+	e := w.e
+	for {
+		env := w.buf.PopRef() // after a panic, w.buf.LastPopped() is the culprit
+		if env == nil {
+			return true
+		}
+		if e.shutdown.Load() {
+			// Forced stop (or stop with only dead letters left): drop the rest.
+			n := 1 + w.buf.Len()
+			w.st.Dropped += uint64(n)
+			e.undeliver.Add(int64(n))
+			for w.buf.PopRef() != nil {
+			}
+			return true
+		}
+		// Deliver, inline (this loop is the executor's innermost): run the
+		// behaviour, then apply the message's and the actor's statuses.
+		c := env.cell
+		if c.state.Load() != cellAlive {
+			w.st.DeadLetters++
+			continue
+		}
+		status := env.call()
+		if ms := env.mcell.status; ms != Nodelete {
+			w.messageDone(env, ms)
+		}
+		if status != Nodelete {
+			w.terminate(c, status)
+		}
+	}
+}
+
+// messageDone applies a message's Delete or Destroy status: the status is
+// reset to Nodelete (so a pooled message comes back clean), then the Destroy
+// and, for Delete, Release hooks run. Finished needs no action.
+func (w *worker) messageDone(env *envelope, ms Allocation) {
+	if ms != Delete && ms != Destroy {
+		return
+	}
+	env.mcell.status = Nodelete
+	if d, ok := env.msg.(Destroyer); ok {
+		d.Destroy()
+	}
+	if ms == Delete {
+		if r, ok := env.msg.(Releaser); ok {
+			r.Release()
+		}
+	}
+}
+
+// terminate ends actor c with status st: later sends fail, the hooks run,
+// and the live count drops (so Stop returns only after the hooks ran).
+func (w *worker) terminate(c *Cell, st Allocation) {
+	c.state.Store(cellDead)
+	w.st.ActorsTerminated++
+	if st == Delete || st == Destroy {
+		w.ending = c
+		if d, ok := c.obj.(Destroyer); ok {
+			d.Destroy()
+		}
+		if st == Delete {
+			if r, ok := c.obj.(Releaser); ok {
+				r.Release()
+			}
+		}
+		w.ending = nil
+	}
+	w.e.actorGone()
+}
+
+// recovered handles a panic (or runtime.Goexit) out of a behaviour or hook:
+// the actor is terminated (if its termination was underway, it completes),
+// and the panic is recorded with its stack.
+func (w *worker) recovered(r any, goexit bool) {
+	env := w.buf.LastPopped() // the envelope being delivered
+	c := env.cell
+	stack := debug.Stack()
+	w.st.Panics++
+	switch {
+	case c == nil: // cannot happen: panics come from delivering w.env
+	case c.state.Load() == cellAlive:
+		c.state.Store(cellDead)
+		w.st.ActorsTerminated++
+		w.e.actorGone()
+	case w.ending == c: // a termination hook panicked
+		w.ending = nil
+		w.e.actorGone()
+	}
+	var obj any
+	if c != nil {
+		obj = c.obj
+	}
+	w.e.recordPanic(&PanicError{Actor: obj, Message: env.msg, Value: r, Goexit: goexit, Stack: stack, Worker: w.id})
+}
+
+// publish copies the private counters to pub for Stats.
+func (w *worker) publish(epoch uint64) {
+	w.pubMu.Lock()
+	w.pub = w.st
+	w.pubMu.Unlock()
+	w.seenEpoch = epoch
+	w.pubEpoch.Store(epoch)
+}
+
+// answered reports whether w's published counters are fresh for epoch: it
+// published for that epoch, or it is asleep or gone (it published before).
+func (w *worker) answered(epoch uint64) bool {
+	return w.pubEpoch.Load() >= epoch || w.state.Load() != workerRunning
+}
+
+// hasWork reports whether an owned mailbox holds envelopes and is not being
+// processed elsewhere (a mailbox being processed elsewhere is handed back
+// with a wake-up by its releaser, see processCurrent).
+func (w *worker) hasWork() bool {
+	for i := w.lo; i < w.hi; i++ {
+		if mb := w.e.slots[i].Load(); mb != nil {
+			if word := mb.word.Load(); wordLen(word) > 0 && word&wordProcessing == 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// park puts the worker to sleep until a sender (or thief, releaser, Stop)
+// wakes it or Config.ParkTimeout passes.
+//
+// Lost wake-up freedom. The sleeper (here) does: announce (state = parked;
+// sleepers += 1), then re-check every owned mailbox. A sender does: publish
+// (the push's unlocking store), then load sleepers, and if non-zero load the
+// mailbox's owner and CAS its state parked -> woken. All of these are
+// sequentially consistent atomics, so in their single total order either the
+// sleeper's re-check comes after the sender's publish (and sees the message),
+// or the sender's load of sleepers comes after the sleeper's increment (and
+// it wakes the sleeper; its CAS cannot miss state == parked, which was stored
+// before the increment). This is the runtime/proc.go discipline for spinning
+// Ms: "publish, barrier, check sleepers" against "announce, barrier, re-check".
+// Releasers and thieves follow the sender's side of the same protocol.
+func (w *worker) park() {
+	e := w.e
+	w.st.Parks++
+	w.publish(e.statsEpoch.Load()) // Stats does not wait for sleepers: publish first
+	w.state.Store(workerParked)
+	e.sleepers.Add(1)
+	if e.shutdown.Load() || w.hasWork() {
+		w.st.Parks-- // did not sleep
+		if w.state.CompareAndSwap(workerParked, workerRunning) {
+			e.sleepers.Add(-1)
+		} else {
+			w.state.Store(workerRunning) // a waker beat us to it (and decremented)
+		}
+		return
+	}
+	start := time.Now()
+	timeout := e.cfg.ParkTimeout
+	for {
+		wait := time.Duration(0)
+		if timeout > 0 {
+			if wait = timeout - time.Since(start); wait <= 0 {
+				if w.state.CompareAndSwap(workerParked, workerRunning) {
+					e.sleepers.Add(-1)
+					w.st.WakeupsByTimeout++
+				} else {
+					w.st.WakeupsBySender++
+				}
+				break
+			}
+		}
+		w.ev.Wait(&w.state, workerParked, wait)
+		if w.state.Load() != workerParked {
+			w.st.WakeupsBySender++
+			break
+		}
+	}
+	w.state.Store(workerRunning)
+	w.st.ParkedTime += time.Since(start)
+}
+
+// wake moves w out of the parked state and wakes its goroutine, if it is
+// parked; otherwise it does nothing. Any goroutine may call it.
+func (w *worker) wake() {
+	if w.state.Load() == workerParked && w.state.CompareAndSwap(workerParked, workerWoken) {
+		w.e.sleepers.Add(-1)
+		w.ev.Wake(&w.state)
+	}
+}
+
+// wakeThief wakes one parked worker (the first after w in worker order) so
+// that it can steal from w's backlog. This is how parked workers take part
+// in load balancing without polling: a busy worker that sees more than one
+// non-empty mailbox in a pass hands the surplus to a sleeper.
+func (w *worker) wakeThief() {
+	ws := w.e.workers
+	for k := 1; k < len(ws); k++ {
+		o := ws[(w.id+k)%len(ws)]
+		if o.state.Load() == workerParked {
+			o.wake()
+			w.st.StealWakeups++
+			return
+		}
+	}
+}
+
+// stealHooks keeps mailbox owners exact across a swap: each mailbox's owner
+// is written while the mailbox is unreachable through the slots (see
+// stealing.Hooks), so a concurrent thief can never overwrite a newer owner
+// with an older one.
+type stealHooks struct{ thief, victim *worker }
+
+func (h stealHooks) Giving(q *mailbox)   { q.owner.Store(h.victim); h.thief.given = q }
+func (h stealHooks) Ungiving(q *mailbox) { q.owner.Store(h.thief) }
+func (h stealHooks) Taking(q *mailbox)   { q.owner.Store(h.thief) }
+
+// steal makes one steal attempt, as the chapter describes: choose a victim,
+// scan its slots from a random start for a candidate (non-nil, non-empty,
+// not being processed), and try ONE wait-free swap of it with a random slot
+// of our own. Whatever the outcome, the caller goes back to its own slots.
+// It reports whether a non-empty mailbox was taken.
+func (w *worker) steal() bool {
+	e := w.e
+	e.sel.Attempt(w.id)
+	w.st.StealAttempts++
+	v := e.sel.Victim(w.id, w.rng)
+	if v < 0 {
+		w.st.StealNoCandidate++
+		return false
+	}
+	vw := e.workers[v]
+	span := vw.hi - vw.lo
+	start := w.rng.IntN(span)
+	for k := 0; k < span; k++ {
+		i := vw.lo + (start+k)%span
+		mb := e.slots[i].Load()
+		if mb == nil {
+			continue // another thief is mid-swap on this slot
+		}
+		if word := mb.word.Load(); wordLen(word) == 0 || word&wordProcessing != 0 {
+			continue
+		}
+		mine := w.lo + w.rng.IntN(w.hi-w.lo)
+		if !stealing.TrySwapHooked(e.slots, i, mine, stealHooks{thief: w, victim: vw}) {
+			w.st.StealFailedSwap++
+			return false
+		}
+		n := mb.queued()
+		if n == 0 {
+			w.st.EmptySteals++
+		} else {
+			w.st.StealSize.Observe(uint64(n))
+		}
+		// The mailbox we gave the victim may hold messages: if the victim
+		// sleeps, wake it (pairs with its announce-then-recheck in park).
+		if w.given.queued() > 0 && e.sleepers.Load() != 0 {
+			vw.wake()
+		}
+		w.given = nil
+		return n > 0
+	}
+	w.st.StealNoCandidate++
+	return false
+}

@@ -1,0 +1,173 @@
+package copyq
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestFIFOAndGrowth(t *testing.T) {
+	q := New[int](2)
+	for i := 0; i < 100; i++ {
+		q.Push(i)
+	}
+	require.Equal(t, 100, q.Len())
+	require.Equal(t, 128, q.Cap(), "capacity doubles from 2")
+	for i := 0; i < 100; i++ {
+		v, ok := q.Pop()
+		require.True(t, ok)
+		require.Equal(t, i, v)
+	}
+	_, ok := q.Pop()
+	require.False(t, ok)
+	require.Equal(t, 100, q.Pushed())
+}
+
+func TestPushWhileDraining(t *testing.T) {
+	// The executor appends to a batch while popping from it (local sends).
+	q := New[int](1)
+	q.Push(0)
+	next := 1
+	var got []int
+	for {
+		v, ok := q.Pop()
+		if !ok {
+			break
+		}
+		got = append(got, v)
+		if next < 50 {
+			q.Push(next)
+			next++
+		}
+	}
+	require.Len(t, got, 50)
+	for i, v := range got {
+		require.Equal(t, i, v)
+	}
+}
+
+func TestNextAndPopRef(t *testing.T) {
+	q := New[[2]int](1)
+	for i := 0; i < 10; i++ {
+		p := q.Next()
+		require.Equal(t, [2]int{}, *p, "new slots are zero")
+		p[0], p[1] = i, -i
+	}
+	first := q.PopRef()
+	for i := 10; i < 100; i++ { // reallocates while first is held
+		*q.Next() = [2]int{i, -i}
+	}
+	require.Equal(t, [2]int{0, 0}, *first)
+	for i := 1; i < 100; i++ {
+		p := q.PopRef()
+		require.Equal(t, [2]int{i, -i}, *p)
+	}
+	require.Nil(t, q.PopRef())
+	q.Reset(0)
+	for i := 0; i < 5; i++ {
+		require.Equal(t, [2]int{}, *q.Next(), "slots reused after Reset are zero")
+	}
+}
+
+func TestZeroValueUsable(t *testing.T) {
+	var q Queue[string]
+	q.Push("a")
+	v, ok := q.Pop()
+	require.True(t, ok)
+	require.Equal(t, "a", v)
+	require.False(t, q.Reset(4))
+}
+
+func TestResetClearsReferences(t *testing.T) {
+	q := New[*int](4)
+	x := 1
+	q.Push(&x)
+	q.Pop()
+	q.Reset(0)
+	full := q.buf[:cap(q.buf)]
+	for _, p := range full {
+		require.Nil(t, p, "Reset must drop references so the GC can free them")
+	}
+}
+
+func TestReclaimNeedsUnderHalfUse(t *testing.T) {
+	// The chapter's example: a workload that never has more than 19 elements
+	// in flight must not make the queue oscillate (grow to 36, shrink, ...).
+	q := New[int](10)
+	fill := func(n int) {
+		for i := 0; i < n; i++ {
+			q.Push(i)
+		}
+		for q.Len() > 0 {
+			q.Pop()
+		}
+	}
+	fill(19)
+	q.Reset(4)
+	require.Equal(t, 20, q.Cap())
+	for round := 0; round < 1000; round++ {
+		fill(19)
+		q.Reset(4)
+		require.Equal(t, 20, q.Cap(), "19 of 20 used is over half: never shrink")
+	}
+}
+
+func TestReclaimShrinksUnderUsedArrays(t *testing.T) {
+	q := New[int](4)
+	for i := 0; i < 1000; i++ {
+		q.Push(i)
+	}
+	q.Reset(4)
+	require.Equal(t, 1024, q.Cap())
+	// A burst is over; the queue now carries 3 elements per gulp.
+	shrinks := 0
+	for round := 0; round < 200; round++ {
+		for i := 0; i < 3; i++ {
+			q.Push(i)
+		}
+		if q.Reset(4) {
+			shrinks++
+		}
+	}
+	// 1024 halves while fewer than half the slots are used: ... 8 (3 < 4), 4 (3 >= 2): stop.
+	require.Equal(t, 4, q.Cap())
+	require.Equal(t, 8, shrinks)
+	// Alternating under-half and over-half use resets the count: no shrink.
+	q2 := New[int](64)
+	for round := 0; round < 100; round++ {
+		n := 10
+		if round%2 == 1 {
+			n = 40
+		}
+		for i := 0; i < n; i++ {
+			q2.Push(i)
+		}
+		require.False(t, q2.Reset(4))
+	}
+	require.Equal(t, 64, q2.Cap())
+}
+
+func TestReclaimRespectsFloor(t *testing.T) {
+	q := New[int](64)
+	for round := 0; round < 1000; round++ {
+		q.Push(1)
+		q.Reset(16)
+	}
+	require.Equal(t, 16, q.Cap())
+}
+
+func BenchmarkPushPop(b *testing.B) {
+	q := New[[5]uintptr](16)
+	var e [5]uintptr
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		q.Push(e)
+		if q.Len() == 16 {
+			for q.Len() > 0 {
+				q.Pop()
+			}
+			q.Reset(4)
+		}
+	}
+}

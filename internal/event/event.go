@@ -1,0 +1,108 @@
+// Package event parks one goroutine until another wakes it or a timeout passes.
+//
+// It is the per-worker sleep primitive of the executor's idle protocol. The
+// protocol itself lives in the caller: a 32-bit state word that the sleeper
+// sets to a "parked" value before sleeping and that a waker changes (with a
+// compare-and-swap) before calling Wake. Wait returns at once if the word no
+// longer holds the parked value, so a Wake that lands between the sleeper's
+// last check and its Wait is never lost.
+//
+// Two implementations exist. KindFutex (Linux only) sleeps in the futex system
+// call on the state word itself: a wake costs one FUTEX_WAKE, and the sleeping
+// thread returns straight into the worker (which is locked to its thread).
+// KindChan uses a one-slot channel and a reusable timer: portable, but a wake
+// goes through the Go scheduler, which must hand a processor to the parked
+// goroutine's locked thread. Default picks KindFutex where available.
+package event
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// Kind selects an implementation.
+type Kind uint8
+
+const (
+	// Default is KindFutex on Linux and KindChan elsewhere.
+	Default Kind = iota
+	// KindFutex sleeps in futex(2) on the state word (Linux only).
+	KindFutex
+	// KindChan sleeps on a channel receive with a timer.
+	KindChan
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindFutex:
+		return "futex"
+	case KindChan:
+		return "chan"
+	}
+	return "default"
+}
+
+// Event parks one goroutine. Init must be called before use; an Event must
+// not be copied after Init.
+type Event struct {
+	kind  Kind
+	ch    chan struct{} // KindChan: the wake token (capacity 1)
+	timer *time.Timer   // KindChan: reused for timeouts; only the sleeper touches it
+}
+
+// Init prepares the event. Default resolves to the best kind for the OS;
+// KindFutex on a platform without futexes falls back to KindChan.
+func (e *Event) Init(kind Kind) {
+	if kind == Default || (kind == KindFutex && !futexSupported) {
+		kind = KindChan
+		if futexSupported {
+			kind = KindFutex
+		}
+	}
+	e.kind = kind
+	if kind == KindChan {
+		e.ch = make(chan struct{}, 1)
+		e.timer = time.NewTimer(time.Hour)
+		e.timer.Stop()
+	}
+}
+
+// Kind reports the implementation in use.
+func (e *Event) Kind() Kind { return e.kind }
+
+// Wait blocks while word holds parked, until Wake is called or timeout passes
+// (timeout <= 0 means no timeout). It may return spuriously: callers re-check
+// their state word. Only one goroutine may Wait on an Event at a time.
+func (e *Event) Wait(word *atomic.Uint32, parked uint32, timeout time.Duration) {
+	if word.Load() != parked {
+		return
+	}
+	if e.kind == KindFutex {
+		futexWait(word, parked, timeout)
+		return
+	}
+	if timeout <= 0 {
+		<-e.ch
+		return
+	}
+	e.timer.Reset(timeout)
+	select {
+	case <-e.ch:
+		e.timer.Stop()
+	case <-e.timer.C:
+	}
+}
+
+// Wake wakes the goroutine waiting on word, if any. The caller must already
+// have changed word from the parked value (that change is what makes a
+// concurrent Wait return); Wake only ends a sleep that has begun.
+func (e *Event) Wake(word *atomic.Uint32) {
+	if e.kind == KindFutex {
+		futexWake(word)
+		return
+	}
+	select {
+	case e.ch <- struct{}{}:
+	default: // a token is already pending: the sleeper will see it
+	}
+}

@@ -1,0 +1,126 @@
+package event
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+const (
+	running uint32 = 0
+	parked  uint32 = 1
+)
+
+func kinds() []Kind { return []Kind{KindFutex, KindChan} }
+
+func TestWaitReturnsWhenWordChanged(t *testing.T) {
+	for _, k := range kinds() {
+		var e Event
+		e.Init(k)
+		var w atomic.Uint32 // running: Wait must not block
+		done := make(chan struct{})
+		go func() { e.Wait(&w, parked, 0); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%v: Wait blocked although the word was not parked", e.Kind())
+		}
+	}
+}
+
+func TestTimeout(t *testing.T) {
+	for _, k := range kinds() {
+		var e Event
+		e.Init(k)
+		var w atomic.Uint32
+		w.Store(parked)
+		start := time.Now()
+		for time.Since(start) < time.Millisecond { // may return spuriously: loop
+			e.Wait(&w, parked, time.Millisecond)
+		}
+	}
+}
+
+// The park/wake handshake used by the executor, many times in a row: the
+// sleeper announces, re-checks for work, and sleeps; the waker publishes work,
+// then wakes only if it wins the parked->running transition. No round may hang.
+func TestNoLostWakeups(t *testing.T) {
+	for _, k := range kinds() {
+		t.Run(k.String(), func(t *testing.T) {
+			var e Event
+			e.Init(k)
+			var state atomic.Uint32
+			var work atomic.Int64
+			const rounds = 20000
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() { // sleeper: consumes one unit of work per round
+				defer wg.Done()
+				for got := int64(0); got < rounds; {
+					if work.Load() > got {
+						got++
+						continue
+					}
+					state.Store(parked)
+					if work.Load() > got { // re-check after announcing
+						state.CompareAndSwap(parked, running)
+						continue
+					}
+					for state.Load() == parked {
+						e.Wait(&state, parked, 0) // no timeout: a lost wake-up hangs
+					}
+				}
+			}()
+			for i := 0; i < rounds; i++ {
+				work.Add(1) // publish, then check for a sleeper
+				if state.CompareAndSwap(parked, running) {
+					e.Wake(&state)
+				}
+				if i%64 == 0 {
+					time.Sleep(time.Microsecond)
+				}
+			}
+			done := make(chan struct{})
+			go func() { wg.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatal("sleeper never woke: lost wake-up")
+			}
+		})
+	}
+}
+
+func BenchmarkPingPong(b *testing.B) {
+	for _, k := range kinds() {
+		b.Run(k.String(), func(b *testing.B) {
+			var ea, eb Event
+			ea.Init(k)
+			eb.Init(k)
+			var sa, sb atomic.Uint32
+			sa.Store(parked)
+			done := make(chan struct{})
+			go func() {
+				for i := 0; i < b.N; i++ {
+					for sa.Load() == parked {
+						ea.Wait(&sa, parked, 0)
+					}
+					sa.Store(parked)
+					sb.Store(running)
+					eb.Wake(&sb)
+				}
+				close(done)
+			}()
+			for i := 0; i < b.N; i++ {
+				sb.Store(parked)
+				sa.Store(running)
+				ea.Wake(&sa)
+				for sb.Load() == parked {
+					eb.Wait(&sb, parked, 0)
+				}
+			}
+			<-done
+		})
+	}
+}

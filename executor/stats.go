@@ -139,7 +139,7 @@ type Stats struct {
 	// mailbox under its lock, plus local sends. It is system-wide because
 	// attributing each send to a worker would cost the send path a
 	// goroutine-identity lookup.
-	MessagesSent uint64
+	MessagesSent   uint64
 	LiveActors     int64 // spawned and not yet terminated
 	ParkedWorkers  int   // workers asleep at the time of the snapshot
 	QueuedMessages int   // messages waiting in mailboxes (not yet gulped)

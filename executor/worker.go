@@ -36,26 +36,26 @@ type worker struct {
 	// g is the worker goroutine's identity (goid.Get). Written by the
 	// worker goroutine when it starts (or resumes after runtime.Goexit);
 	// read by senders to recognise it (see Send).
-	g atomic.Uintptr
-	rng    *rand.Rand
-	stats  bool // count hot-path statistics (!Config.NoStatistics)
+	g     atomic.Uintptr
+	rng   *rand.Rand
+	stats bool // count hot-path statistics (!Config.NoStatistics)
 
 	// Everything below, up to the padding, is touched only by the worker's
 	// own goroutine (including behaviours it runs, through Send and Spawn,
 	// which recognise it with Executor.current).
-	buf       copyq.Queue[envelope] // the gulped batch being drained, else an empty spare
-	cur       *mailbox              // mailbox whose batch is in buf, nil between gulps
-	regulps   int                   // times cur has been re-taken in this visit
+	buf     copyq.Queue[envelope] // the gulped batch being drained, else an empty spare
+	cur     *mailbox              // mailbox whose batch is in buf, nil between gulps
+	regulps int                   // times cur has been re-taken in this visit
 	// localLimit bounds local sends: they may append to buf while it holds
 	// fewer than localLimit envelopes (the gulped ones plus
 	// Config.LocalBatch). Set per batch; 0 between batches.
 	localLimit int
-	gulped     int // envelopes taken by the current gulp (the rest of buf came from local sends)
-	ending    *Cell                 // actor whose termination hooks are running
-	given     *mailbox              // during steal: the mailbox the swap gave the victim
-	st        WorkerStats           // private counters
-	seenEpoch uint64                // last statsEpoch published
-	exitOK    bool                  // the loop returned normally (not by runtime.Goexit)
+	gulped     int         // envelopes taken by the current gulp (the rest of buf came from local sends)
+	ending     *Cell       // actor whose termination hooks are running
+	given      *mailbox    // during steal: the mailbox the swap gave the victim
+	st         WorkerStats // private counters
+	seenEpoch  uint64      // last statsEpoch published
+	exitOK     bool        // the loop returned normally (not by runtime.Goexit)
 
 	_ cpu.CacheLinePad
 	// state is the parking protocol word (workerRunning, ...). Written by

@@ -6,8 +6,30 @@ import "sync/atomic"
 // one of the caller's own slots and victim is a slot in another worker's range.
 // It reports whether the exchange happened. It never blocks, loops or retries.
 func TrySwap[T any](slots []atomic.Pointer[T], victim, mine int) bool {
-	return TrySwapHooked(slots, victim, mine, NoHooks[T]{})
+	return TrySwapOn(AtomicSlots[T](slots), victim, mine, NoHooks[T]{})
 }
+
+// TrySwapHooked is TrySwap with hooks (see Hooks).
+func TrySwapHooked[T any, H Hooks[T]](slots []atomic.Pointer[T], victim, mine int, h H) bool {
+	return TrySwapOn(AtomicSlots[T](slots), victim, mine, h)
+}
+
+// Slots is the memory the swap operates on: an array of queue pointers with
+// atomic load, compare-and-swap and store. AtomicSlots is the real one; tests
+// substitute an instrumented one to single-step the algorithm through every
+// interleaving of several thieves.
+type Slots[T any] interface {
+	Load(i int) *T
+	CompareAndSwap(i int, old, new *T) bool
+	Store(i int, v *T)
+}
+
+// AtomicSlots adapts a []atomic.Pointer[T] to Slots.
+type AtomicSlots[T any] []atomic.Pointer[T]
+
+func (s AtomicSlots[T]) Load(i int) *T                          { return s[i].Load() }
+func (s AtomicSlots[T]) CompareAndSwap(i int, old, new *T) bool { return s[i].CompareAndSwap(old, new) }
+func (s AtomicSlots[T]) Store(i int, v *T)                      { s[i].Store(v) }
 
 // Hooks lets a caller act on the two queues at the only moments when neither
 // is reachable through the slot array, so that per-queue bookkeeping (such as
@@ -31,15 +53,16 @@ func (NoHooks[T]) Giving(*T)   {}
 func (NoHooks[T]) Ungiving(*T) {}
 func (NoHooks[T]) Taking(*T)   {}
 
-// TrySwapHooked is TrySwap with hooks (see Hooks).
+// TrySwapOn is the swap itself, on any Slots (see TrySwap).
 //
-// Memory ordering: every slot access is a sequentially consistent atomic, so
-// whatever a hook writes before a queue is published into a slot is seen by
-// any worker that later loads that slot and finds the queue.
-func TrySwapHooked[T any, H Hooks[T]](slots []atomic.Pointer[T], victim, mine int, h H) bool {
+// Memory ordering (with AtomicSlots): every slot access is a sequentially
+// consistent atomic, so whatever a hook writes before a queue is published
+// into a slot is seen by any worker that later loads that slot and finds the
+// queue.
+func TrySwapOn[T any, S Slots[T], H Hooks[T]](slots S, victim, mine int, h H) bool {
 	// Step 0: snapshot both pointers.
-	myQueue := slots[mine].Load()
-	vicQueue := slots[victim].Load()
+	myQueue := slots.Load(mine)
+	vicQueue := slots.Load(victim)
 
 	// Step 1: a nil victim slot is in the middle of another thief's swap.
 	// myQueue is never nil: only this worker nils its own slots, and it is
@@ -50,7 +73,7 @@ func TrySwapHooked[T any, H Hooks[T]](slots []atomic.Pointer[T], victim, mine in
 
 	// Step 2: claim our own slot by writing nil. Failure means another thief
 	// swapped our slot since step 0 (we became a victim): nothing changed.
-	if !slots[mine].CompareAndSwap(myQueue, nil) {
+	if !slots.CompareAndSwap(mine, myQueue, nil) {
 		return false
 	}
 	h.Giving(myQueue)
@@ -59,15 +82,15 @@ func TrySwapHooked[T any, H Hooks[T]](slots []atomic.Pointer[T], victim, mine in
 	// the queue we saw. It cannot hold nil there (step 1), so this never
 	// overwrites another thief's claim. On failure restore our slot: by the
 	// invariant nobody else has written it since our nil.
-	if !slots[victim].CompareAndSwap(vicQueue, myQueue) {
+	if !slots.CompareAndSwap(victim, vicQueue, myQueue) {
 		h.Ungiving(myQueue)
-		slots[mine].Store(myQueue)
+		slots.Store(mine, myQueue)
 		return false
 	}
 	h.Taking(vicQueue)
 
 	// Step 4: the swap can no longer fail; publish the victim's queue in our
 	// slot. A plain store suffices: nobody else writes a nil slot it does not own.
-	slots[mine].Store(vicQueue)
+	slots.Store(mine, vicQueue)
 	return true
 }

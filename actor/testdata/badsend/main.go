@@ -41,9 +41,9 @@ func (*NotAnActor) OnStr(*Str) actor.Allocation { return actor.Nodelete }
 func main() {
 	sys, _ := actor.Start()
 	p, _ := actor.Spawn(sys, &Printer{})
-	actor.Send(p, &Int{I: 1}, (*Printer).OnStr)              // ERROR: Int sent to the Str behaviour
-	actor.Send(p, &Float{F: 1}, (*Printer).OnInt)            // ERROR: Printer has no behaviour for Float
+	actor.Send(p, &Int{I: 1}, (*Printer).OnStr)                                                            // ERROR: Int sent to the Str behaviour
+	actor.Send(p, &Float{F: 1}, (*Printer).OnInt)                                                          // ERROR: Printer has no behaviour for Float
 	actor.Send(p, &NotAMessage{}, func(*Printer, *NotAMessage) actor.Allocation { return actor.Nodelete }) // ERROR: not a message
-	actor.Send(&NotAnActor{}, &Str{}, (*NotAnActor).OnStr)   // ERROR: not an actor
+	actor.Send(&NotAnActor{}, &Str{}, (*NotAnActor).OnStr)                                                 // ERROR: not an actor
 	sys.Stop(context.Background())
 }

@@ -1,0 +1,241 @@
+package executor
+
+import (
+	"context"
+	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/actord/actord/internal/copyq"
+	"github.com/actord/actord/stealing"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestMailboxLockWord(t *testing.T) {
+	m := &mailbox{buf: copyq.New[envelope](2)}
+	c := &Cell{}
+	for i := 0; i < 5; i++ {
+		require.True(t, m.push(c, nil, nil, nil))
+	}
+	assert.Equal(t, 5, m.queued())
+	assert.Equal(t, uint64(5), m.sentCount())
+
+	var batch copyq.Queue[envelope]
+	n, missed := m.gulp(&batch)
+	assert.Equal(t, 5, n)
+	assert.False(t, missed)
+	assert.Equal(t, 5, batch.Len())
+	assert.Equal(t, 0, m.queued())
+	assert.NotZero(t, m.word.Load()&wordProcessing, "gulp marks the mailbox being processed")
+
+	var other copyq.Queue[envelope]
+	n, missed = m.gulp(&other)
+	assert.True(t, missed, "a mailbox being processed cannot be gulped again")
+	assert.Zero(t, n)
+
+	// Pushes go on while it is processed; release can re-take them at once.
+	require.True(t, m.push(c, nil, nil, nil))
+	for batch.PopRef() != nil {
+	}
+	batch.Reset(2)
+	n, left := m.release(&batch, true)
+	assert.Equal(t, 1, n)
+	assert.Zero(t, left)
+	assert.NotZero(t, m.word.Load()&wordProcessing, "re-taken: still processing")
+
+	require.True(t, m.push(c, nil, nil, nil))
+	for batch.PopRef() != nil {
+	}
+	batch.Reset(2)
+	n, left = m.release(&batch, false)
+	assert.Zero(t, n)
+	assert.Equal(t, 1, left)
+	assert.Zero(t, m.word.Load()&wordProcessing, "released")
+
+	assert.Equal(t, 1, m.close())
+	assert.False(t, m.push(c, nil, nil, nil), "closed mailboxes refuse pushes")
+	assert.Zero(t, m.word.Load()&wordLocked)
+}
+
+func TestMailboxConcurrentPushes(t *testing.T) {
+	m := &mailbox{buf: copyq.New[envelope](1)}
+	const pushers, each = 8, 5000
+	var wg sync.WaitGroup
+	cells := make([]Cell, pushers)
+	for p := 0; p < pushers; p++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				m.push(&cells[p], nil, i+1, nil)
+			}
+		}()
+	}
+	// A drainer gulps concurrently and checks per-pusher order.
+	last := make([]int, pushers)
+	got := 0
+	var batch copyq.Queue[envelope]
+	for got < pushers*each {
+		n, _ := m.gulp(&batch)
+		for e := batch.PopRef(); e != nil; e = batch.PopRef() {
+			p := (uintptr(unsafe.Pointer(e.cell)) - uintptr(unsafe.Pointer(&cells[0]))) / unsafe.Sizeof(cells[0])
+			require.Equal(t, last[p]+1, e.msg.(int), "per-pusher FIFO")
+			last[p] = e.msg.(int)
+		}
+		got += n
+		batch.Reset(1)
+		m.release(&batch, false)
+	}
+	wg.Wait()
+	assert.Equal(t, uint64(pushers*each), m.sentCount())
+}
+
+func TestHistogram(t *testing.T) {
+	var h Histogram
+	for _, v := range []uint64{0, 1, 2, 3, 4, 5, 8, 9, 1 << 20, 1<<20 + 1, 1 << 40} {
+		h.Observe(v)
+	}
+	assert.Equal(t, uint64(1), h.Buckets[0]) // 0
+	assert.Equal(t, uint64(1), h.Buckets[1]) // 1
+	assert.Equal(t, uint64(1), h.Buckets[2]) // 2
+	assert.Equal(t, uint64(2), h.Buckets[3]) // 3,4
+	assert.Equal(t, uint64(2), h.Buckets[4]) // 5,8
+	assert.Equal(t, uint64(1), h.Buckets[5]) // 9
+	assert.Equal(t, uint64(1), h.Buckets[21])
+	assert.Equal(t, uint64(2), h.Buckets[22], "overflow bucket")
+	assert.Equal(t, uint64(11), h.Count)
+	for i := 2; i < HistogramBuckets-1; i++ {
+		assert.Equal(t, 2*BucketUpperBound(i-1), BucketUpperBound(i), "power-of-two bounds")
+	}
+	assert.Equal(t, 0.0, BucketUpperBound(0))
+	assert.Equal(t, 1.0, BucketUpperBound(1))
+	assert.Equal(t, 4.0, BucketUpperBound(3))
+	assert.True(t, math.IsInf(BucketUpperBound(HistogramBuckets-1), 1))
+}
+
+func TestConfigResolution(t *testing.T) {
+	c, err := Config{}.resolved()
+	require.NoError(t, err)
+	assert.Equal(t, runtime.GOMAXPROCS(0), c.Workers)
+	assert.Equal(t, c.Workers*DefaultQueuesPerWorker, c.Queues)
+	assert.Equal(t, DefaultQueueCapacity, c.QueueCapacity)
+	assert.Equal(t, stealing.LongestVictim, c.Steal)
+	assert.Equal(t, DefaultParkTimeout, c.ParkTimeout)
+
+	c, err = Config{Workers: 3, QueuesPerWorker: 5, LocalBatch: -1, Regulps: -1}.resolved()
+	require.NoError(t, err)
+	assert.Equal(t, 15, c.Queues)
+	assert.Zero(t, c.LocalBatch)
+	assert.Zero(t, c.Regulps)
+
+	for _, bad := range []Config{{Workers: -1}, {Workers: 4, Queues: 3}, {QueuesPerWorker: -2}, {QueueCapacity: -1}, {SpinPasses: -1}} {
+		_, err := bad.resolved()
+		assert.ErrorIs(t, err, ErrConfig, "%+v", bad)
+	}
+}
+
+// probe is a minimal actor for in-package tests: a Cell and a behaviour.
+type probe struct {
+	cell  Cell
+	calls int
+	fn    func(*probe) Allocation
+}
+
+type probeMsg struct{ cell MsgCell }
+
+func probeBehaviour(p *probe, _ *probeMsg) Allocation { return p.fn(p) }
+
+var probeFn = probeBehaviour
+
+func (p *probe) send(t testing.TB, m *probeMsg) {
+	t.Helper()
+	require.NoError(t, Send(&p.cell, *(*unsafe.Pointer)(unsafe.Pointer(&probeFn)), m, &m.cell))
+}
+
+func TestCurrentRecognisesWorkers(t *testing.T) {
+	e, err := Start(Config{Workers: 3})
+	require.NoError(t, err)
+	assert.Nil(t, e.current(), "the test goroutine is not a worker")
+	seen := make(chan *worker, 1)
+	p := &probe{fn: func(*probe) Allocation { seen <- e.current(); return Finished }}
+	require.NoError(t, e.Spawn(&p.cell, unsafe.Pointer(p), p))
+	p.send(t, &probeMsg{})
+	w := <-seen
+	require.NotNil(t, w)
+	assert.Contains(t, e.workers, w)
+	require.NoError(t, e.Stop(context.Background()))
+	for _, w := range e.workers {
+		assert.Equal(t, workerExited, w.state.Load())
+	}
+}
+
+func TestStatsFreshWhileBusy(t *testing.T) {
+	e, err := Start(Config{Workers: 2})
+	require.NoError(t, err)
+	var total atomic.Int64
+	const n = 20000
+	p := &probe{}
+	p.fn = func(p *probe) Allocation {
+		p.calls++
+		total.Add(1)
+		if p.calls == n {
+			return Finished
+		}
+		return Nodelete
+	}
+	require.NoError(t, e.Spawn(&p.cell, unsafe.Pointer(p), p))
+	m := &probeMsg{}
+	for i := 0; i < n; i++ {
+		p.send(t, m)
+	}
+	// Snapshots while running never go backwards and never exceed the truth.
+	var prev uint64
+	for total.Load() < n {
+		st := e.Stats()
+		tot := st.Total()
+		done := tot.MessagesProcessed()
+		assert.GreaterOrEqual(t, done, prev)
+		assert.LessOrEqual(t, int64(done), total.Load())
+		prev = done
+	}
+	require.NoError(t, e.Stop(context.Background()))
+	st := e.Stats()
+	tot := st.Total()
+	assert.Equal(t, uint64(n), tot.MessagesProcessed())
+	assert.Equal(t, uint64(n), st.MessagesSent)
+	assert.Empty(t, st.Stale)
+}
+
+func TestSleepersCountBalanced(t *testing.T) {
+	// After any amount of parking and waking, the sleepers count equals the
+	// number of workers actually parked.
+	e, err := Start(Config{Workers: 4, SpinPasses: 1, ParkTimeout: 50 * time.Microsecond})
+	require.NoError(t, err)
+	p := &probe{}
+	p.fn = func(p *probe) Allocation {
+		p.calls++
+		if p.calls == 2000 {
+			return Finished
+		}
+		return Nodelete
+	}
+	require.NoError(t, e.Spawn(&p.cell, unsafe.Pointer(p), p))
+	m := &probeMsg{}
+	for i := 0; i < 2000; i++ {
+		p.send(t, m)
+		if i%10 == 0 {
+			time.Sleep(20 * time.Microsecond)
+		}
+	}
+	require.NoError(t, e.Stop(context.Background()))
+	assert.Zero(t, e.sleepers.Load())
+}

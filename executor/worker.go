@@ -53,6 +53,7 @@ type worker struct {
 	gulped     int         // envelopes taken by the current gulp (the rest of buf came from local sends)
 	ending     *Cell       // actor whose termination hooks are running
 	given      *mailbox    // during steal: the mailbox the swap gave the victim
+	seen       *mailbox    // candidate found at the previous steal attempt (see steal)
 	st         WorkerStats // private counters
 	seenEpoch  uint64      // last statsEpoch published
 	exitOK     bool        // the loop returned normally (not by runtime.Goexit)
@@ -212,10 +213,12 @@ func (w *worker) pass() bool {
 		w.gulped = n
 		w.processCurrent()
 	}
-	// More than one mailbox with work in one pass: this worker has a
-	// backlog. If others sleep and none is already looking for work, wake
-	// one so it can steal (see wakeThief).
-	if busy > 1 && e.sel != nil && e.sleepers.Load() != 0 {
+	// A backlog: after a pass, at least two owned mailboxes are waiting
+	// again. (Counting busy mailboxes during the pass would not do: a chain
+	// of single messages hopping from one mailbox to the next, which one
+	// worker serves best alone, looks busy too.) If others sleep, wake one
+	// so it can steal (see wakeThief).
+	if busy > 0 && e.sel != nil && e.sleepers.Load() != 0 && w.waiting(2) {
 		w.wakeThief()
 	}
 	return busy > 0
@@ -381,6 +384,19 @@ func (w *worker) answered(epoch uint64) bool {
 	return w.pubEpoch.Load() >= epoch || w.state.Load() != workerRunning
 }
 
+// waiting reports whether at least n owned mailboxes hold envelopes and are
+// not being processed.
+func (w *worker) waiting(n int) bool {
+	for i := w.lo; i < w.hi; i++ {
+		if mb := w.e.slots[i].Load(); mb != nil && isCandidate(mb) {
+			if n--; n == 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // hasWork reports whether an owned mailbox holds envelopes and is not being
 // processed elsewhere (a mailbox being processed elsewhere is handed back
 // with a wake-up by its releaser, see processCurrent).
@@ -489,10 +505,26 @@ func (h stealHooks) Taking(q *mailbox)   { q.owner.Store(h.thief) }
 // not being processed), and try ONE wait-free swap of it with a random slot
 // of our own. Whatever the outcome, the caller goes back to its own slots.
 // It reports whether a non-empty mailbox was taken.
+//
+// Aging (our addition): a candidate is taken only if this thief already saw
+// it as a candidate at its previous attempt, a couple of passes ago. A
+// mailbox that its owner is about to gulp (the common case when the owner is
+// busy, not stuck) has been served by then and is left alone, which keeps a
+// chain of single messages (the dynamic-send benchmark) from ping-ponging
+// between cores; a mailbox stuck behind a long behaviour, or a backlog the
+// owner cannot keep up with, is still there and is taken, one attempt later.
+// The first candidate seen is remembered even when the victim differs, so a
+// scan of another victim can still take it next time.
 func (w *worker) steal() bool {
 	e := w.e
 	e.sel.Attempt(w.id)
 	w.st.StealAttempts++
+	if mb := w.seen; mb != nil {
+		w.seen = nil
+		if i := e.slotOf(mb, w); i >= 0 && isCandidate(mb) {
+			return w.trySteal(mb, i)
+		}
+	}
 	v := e.sel.Victim(w.id, w.rng)
 	if v < 0 {
 		w.st.StealNoCandidate++
@@ -503,32 +535,58 @@ func (w *worker) steal() bool {
 	start := w.rng.IntN(span)
 	for k := 0; k < span; k++ {
 		i := vw.lo + (start+k)%span
-		mb := e.slots[i].Load()
-		if mb == nil {
-			continue // another thief is mid-swap on this slot
+		if mb := e.slots[i].Load(); mb != nil && isCandidate(mb) {
+			w.seen = mb // take it next time if it is still waiting
+			break
 		}
-		if word := mb.word.Load(); wordLen(word) == 0 || word&wordProcessing != 0 {
-			continue
-		}
-		mine := w.lo + w.rng.IntN(w.hi-w.lo)
-		if !stealing.TrySwapHooked(e.slots, i, mine, stealHooks{thief: w, victim: vw}) {
-			w.st.StealFailedSwap++
-			return false
-		}
-		n := mb.queued()
-		if n == 0 {
-			w.st.EmptySteals++
-		} else {
-			w.st.StealSize.Observe(uint64(n))
-		}
-		// The mailbox we gave the victim may hold messages: if the victim
-		// sleeps, wake it (pairs with its announce-then-recheck in park).
-		if w.given.queued() > 0 && e.sleepers.Load() != 0 {
-			vw.wake()
-		}
-		w.given = nil
-		return n > 0
 	}
 	w.st.StealNoCandidate++
 	return false
+}
+
+// isCandidate reports whether mb is worth stealing: non-empty and not being
+// processed (a racy test; the swap itself is what must be correct).
+func isCandidate(mb *mailbox) bool {
+	word := mb.word.Load()
+	return wordLen(word) > 0 && word&wordProcessing == 0
+}
+
+// slotOf returns the slot index holding mb if it is in another worker's
+// range (the owner field says whose), or -1.
+func (e *Executor) slotOf(mb *mailbox, thief *worker) int {
+	o := mb.owner.Load()
+	if o == nil || o == thief {
+		return -1
+	}
+	for i := o.lo; i < o.hi; i++ {
+		if e.slots[i].Load() == mb {
+			return i
+		}
+	}
+	return -1
+}
+
+// trySteal swaps the candidate mb, found in slot i of its owner, with a
+// random slot of w's own.
+func (w *worker) trySteal(mb *mailbox, i int) bool {
+	e := w.e
+	vw := mb.owner.Load()
+	mine := w.lo + w.rng.IntN(w.hi-w.lo)
+	if vw == nil || !stealing.TrySwapHooked(e.slots, i, mine, stealHooks{thief: w, victim: vw}) {
+		w.st.StealFailedSwap++
+		return false
+	}
+	n := mb.queued()
+	if n == 0 {
+		w.st.EmptySteals++
+	} else {
+		w.st.StealSize.Observe(uint64(n))
+	}
+	// The mailbox we gave the victim may hold messages: if the victim
+	// sleeps, wake it (pairs with its announce-then-recheck in park).
+	if w.given.queued() > 0 && e.sleepers.Load() != 0 {
+		vw.wake()
+	}
+	w.given = nil
+	return n > 0
 }

@@ -25,5 +25,6 @@
 // the executor's default) keeps a timestamp per worker, written each time that
 // worker attempts a steal, and picks the worker whose timestamp is oldest: the
 // worker that has gone longest without looking for work is the likeliest to
-// have a backlog.
+// have a backlog. Its timestamps come from a logical clock (a counter that
+// every steal attempt advances), since only their order matters.
 package stealing

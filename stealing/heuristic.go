@@ -3,7 +3,6 @@ package stealing
 import (
 	"math/rand/v2"
 	"sync/atomic"
-	"time"
 
 	"golang.org/x/sys/cpu"
 )
@@ -84,29 +83,32 @@ type longestH struct{}
 func (longestH) String() string { return "longest" }
 
 func (longestH) NewSelector(n int) Selector {
-	s := &longestS{stamps: make([]stamp, n), epoch: time.Now()}
-	return s
+	return &longestS{stamps: make([]stamp, n)}
 }
 
 // stamp is one worker's last steal-attempt time, padded to its own cache line
 // so that a thief updating its stamp does not disturb other workers.
 type stamp struct {
-	// ns is the monotonic time of the worker's latest steal attempt, in
-	// nanoseconds since the selector's epoch. Written only by that worker
-	// (in Attempt); read by every thief (in Victim). Atomic because readers
-	// and the writer are different goroutines; staleness is harmless, it only
-	// makes the heuristic approximate.
-	ns atomic.Int64
+	// at is the logical time of the worker's latest steal attempt. Written
+	// only by that worker (in Attempt); read by every thief (in Victim).
+	// Atomic because readers and the writer are different goroutines;
+	// staleness is harmless, it only makes the heuristic approximate.
+	at atomic.Uint64
 	_  cpu.CacheLinePad
 }
 
 type longestS struct {
+	// clock orders steal attempts. Only the order of the stamps matters
+	// ("whose attempt is oldest"), so a counter serves as the timestamp:
+	// cheaper than reading the clock, and immune to clock granularity.
+	// Incremented by thieves only, never by a worker that is not stealing.
+	clock  atomic.Uint64
+	_      cpu.CacheLinePad
 	stamps []stamp
-	epoch  time.Time // monotonic reference, read-only after creation
 }
 
 func (s *longestS) Attempt(thief int) {
-	s.stamps[thief].ns.Store(int64(time.Since(s.epoch)))
+	s.stamps[thief].at.Store(s.clock.Add(1))
 }
 
 // Victim scans every other worker's stamp and returns the oldest. Ties (for
@@ -117,7 +119,7 @@ func (s *longestS) Victim(thief int, r *rand.Rand) int {
 	if n < 2 {
 		return -1
 	}
-	best, bestNs := -1, int64(0)
+	best, bestAt := -1, uint64(0)
 	start := r.IntN(n)
 	for k := 0; k < n; k++ {
 		i := start + k
@@ -127,8 +129,8 @@ func (s *longestS) Victim(thief int, r *rand.Rand) int {
 		if i == thief {
 			continue
 		}
-		if ns := s.stamps[i].ns.Load(); best < 0 || ns < bestNs {
-			best, bestNs = i, ns
+		if at := s.stamps[i].at.Load(); best < 0 || at < bestAt {
+			best, bestAt = i, at
 		}
 	}
 	return best

@@ -21,13 +21,21 @@
 // drains the array is reallocated at half its capacity. Since each of those
 // drains used less than half, the halved array still holds the recent peak, so
 // no regrowth follows; capacity converges to at most twice the recent peak, the
-// same bound the chapter's rule reaches, and shrinking costs one allocation per
-// ReclaimAfter under-used gulps instead of one per gulp.
+// same bound the chapter's rule reaches.
+//
+// The window must be long. Executor queues see gulp sizes that vary widely
+// from one gulp to the next, and buffers circulate between mailboxes (a gulp
+// swaps the mailbox's buffer with the worker's spare), so a short window
+// (8 was measured) halves buffers that the next busy mailbox regrows at
+// once: on the executor benchmark that churned 1.3 GB through the allocator
+// and let the garbage collector dominate the run. With 64 consecutive
+// under-half drains required, a buffer shrinks only when its load has really
+// fallen for a while, and a shrink costs at most one allocation per 64 gulps.
 package copyq
 
 // ReclaimAfter is the number of consecutive drains that used less than half of
 // the array after which the array is halved.
-const ReclaimAfter = 8
+const ReclaimAfter = 64
 
 // Queue is a copy queue of T. The zero value is an empty queue with no storage.
 // A Queue is not safe for concurrent use; the executor guards it with its

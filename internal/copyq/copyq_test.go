@@ -121,7 +121,7 @@ func TestReclaimShrinksUnderUsedArrays(t *testing.T) {
 	require.Equal(t, 1024, q.Cap())
 	// A burst is over; the queue now carries 3 elements per gulp.
 	shrinks := 0
-	for round := 0; round < 200; round++ {
+	for round := 0; round < 10*ReclaimAfter; round++ {
 		for i := 0; i < 3; i++ {
 			q.Push(i)
 		}

@@ -1,0 +1,47 @@
+package bench
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// BenchmarkPipeline sends messages at a constant rate through 12 actors (and
+// through 12 goroutines with channels, in the same invocation) and reports
+// end-to-end latency percentiles, the achieved rate and the process CPU use
+// as a percentage of one core. Each rate runs for about 2 seconds (the 10
+// msg/s case sends 20 messages); b.N is ignored beyond 1.
+func BenchmarkPipeline(b *testing.B) {
+	const stages = 12
+	for _, rate := range []float64{10, 1000, 10000, 100000} {
+		n := int(rate * 2)
+		b.Run(fmt.Sprintf("rate=%g/system=actord", rate), func(b *testing.B) {
+			var r PipelineResult
+			for i := 0; i < b.N; i++ {
+				sys := startSystem(b)
+				var err error
+				if r, err = Pipeline(sys, stages, rate, n); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportPipeline(b, r)
+		})
+		b.Run(fmt.Sprintf("rate=%g/system=chan", rate), func(b *testing.B) {
+			var r PipelineResult
+			for i := 0; i < b.N; i++ {
+				r = PipelineChan(stages, rate, n)
+			}
+			reportPipeline(b, r)
+		})
+	}
+}
+
+func reportPipeline(b *testing.B, r PipelineResult) {
+	us := func(d time.Duration) float64 { return float64(d) / 1e3 }
+	b.ReportMetric(us(Quantile(r.Latencies, 0.5)), "p50-us")
+	b.ReportMetric(us(Quantile(r.Latencies, 0.99)), "p99-us")
+	b.ReportMetric(us(Quantile(r.Latencies, 1)), "max-us")
+	b.ReportMetric(r.Achieved(), "msg/s")
+	b.ReportMetric(r.CPUPercent(), "cpu-%")
+	b.ReportMetric(float64(r.Late), "late-sends")
+}

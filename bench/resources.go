@@ -1,0 +1,73 @@
+package bench
+
+import (
+	"runtime/metrics"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// CPUTime returns the process's user plus system CPU time so far.
+func CPUTime() time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// PeakRSS returns the process's peak resident set size so far, in bytes
+// (the high-water mark over the whole process lifetime).
+func PeakRSS() int64 {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Maxrss * 1024 // Linux reports kilobytes
+}
+
+// MemorySampler records the peak of the Go runtime's total mapped memory
+// (/memory/classes/total:bytes) while it runs, sampling every millisecond.
+// Unlike PeakRSS it can be reset between benchmark runs in one process.
+type MemorySampler struct {
+	stop chan struct{}
+	wg   sync.WaitGroup
+	peak uint64
+}
+
+// StartMemorySampler starts sampling.
+func StartMemorySampler() *MemorySampler {
+	s := &MemorySampler{stop: make(chan struct{})}
+	sample := []metrics.Sample{{Name: "/memory/classes/total:bytes"}}
+	read := func() {
+		metrics.Read(sample)
+		if v := sample[0].Value.Uint64(); v > s.peak {
+			s.peak = v
+		}
+	}
+	read()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		t := time.NewTicker(time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.stop:
+				read()
+				return
+			case <-t.C:
+				read()
+			}
+		}
+	}()
+	return s
+}
+
+// Stop ends sampling and returns the peak in bytes.
+func (s *MemorySampler) Stop() uint64 {
+	close(s.stop)
+	s.wg.Wait()
+	return s.peak
+}

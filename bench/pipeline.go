@@ -45,7 +45,7 @@ type pipeMsg struct {
 
 type pipeStage struct {
 	actor.Actor
-	next *pipeStage     // nil for the collector
+	next *pipeStage      // nil for the collector
 	lat  []time.Duration // collector only
 }
 

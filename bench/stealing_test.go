@@ -120,4 +120,3 @@ func BenchmarkTransfer(b *testing.B) {
 		b.ReportMetric(ms(Quantile(other, 0.99)), "other-p99-ms")
 	})
 }
-

@@ -1,0 +1,5 @@
+//go:build race
+
+package stealing
+
+func init() { raceEnabled = true }

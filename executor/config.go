@@ -17,7 +17,31 @@ const (
 	DefaultRegulps         = 4   // times a worker re-takes a mailbox it just drained before moving on
 	DefaultSpinPasses      = 64  // empty passes over its mailboxes before a worker parks
 	DefaultParkTimeout     = 10 * time.Millisecond
+	DefaultStealAge        = 20 * time.Microsecond
 )
+
+// Placement says how Spawn chooses a new actor's mailbox.
+type Placement uint8
+
+const (
+	// PlaceLocal (the default): an actor spawned by a behaviour goes to the
+	// next mailbox, round-robin, of the worker running that behaviour; an
+	// actor spawned from any other goroutine goes to the next mailbox of
+	// all, round-robin by a global ticket. New actors start where their
+	// creator runs (as Go puts a new goroutine on its creator's processor),
+	// and stealing spreads the mailboxes when there is work to share.
+	PlaceLocal Placement = iota
+	// PlaceGlobal: every actor goes to the next mailbox of all, by the global
+	// round-robin ticket (the chapter's placement).
+	PlaceGlobal
+)
+
+func (p Placement) String() string {
+	if p == PlaceGlobal {
+		return "global"
+	}
+	return "local"
+}
 
 // Config configures an Executor. The zero value gives the defaults.
 type Config struct {
@@ -41,6 +65,14 @@ type Config struct {
 	// Steal selects the victim heuristic of queue stealing; stealing.None
 	// disables stealing. nil means stealing.LongestVictim.
 	Steal stealing.Heuristic
+	// StealAge is how long a candidate mailbox must have been waiting (seen
+	// non-empty, not being processed and not gulped since) before a thief
+	// takes it. Mailboxes that their owner serves within this time stay
+	// where they are, so sequential work is not dragged between cores.
+	// 0 means DefaultStealAge; negative means steal on first sight.
+	StealAge time.Duration
+	// Placement chooses new actors' mailboxes (default PlaceLocal).
+	Placement Placement
 	// LocalBatch bounds how many sends a behaviour may append directly to
 	// the batch its worker is draining (sends to an actor of the mailbox
 	// being drained, made from that worker) before further sends go through
@@ -98,6 +130,9 @@ func (c Config) resolved() (Config, error) {
 	}
 	if c.Steal == nil {
 		c.Steal = stealing.LongestVictim
+	}
+	if c.StealAge == 0 {
+		c.StealAge = DefaultStealAge
 	}
 	if c.LocalBatch == 0 {
 		c.LocalBatch = DefaultLocalBatch

@@ -61,6 +61,7 @@ type Executor struct {
 	sleepers atomic.Int32
 	_        cpu.CacheLinePad
 
+	epoch      time.Time   // monotonic reference for thieves' clocks
 	stopping   atomic.Bool // Spawn refuses; see live
 	shutdown   atomic.Bool // workers exit; set by Stop after live == 0 or on its context's end
 	stopCalled atomic.Bool // Stop runs once
@@ -107,6 +108,7 @@ func Start(cfg Config) (*Executor, error) {
 		slots:     make([]atomic.Pointer[mailbox], cfg.Queues),
 		workers:   make([]*worker, cfg.Workers),
 		zero:      make(chan struct{}, 1),
+		epoch:     time.Now(),
 	}
 	if cfg.Steal != stealing.None && cfg.Workers > 1 {
 		e.sel = cfg.Steal.NewSelector(cfg.Workers)
@@ -193,10 +195,10 @@ func (e *Executor) current() *worker {
 	}
 }
 
-// Spawn makes c a live actor of e, placed on the next mailbox in round-robin
-// order. self is the user's actor object (the struct embedding c) and obj the
-// same object as an interface. c must be new, or dead (a Destroyed actor
-// whose storage is reused).
+// Spawn makes c a live actor of e, on a mailbox chosen by Config.Placement.
+// self is the user's actor object (the struct embedding c) and obj the same
+// object as an interface. c must be new, or dead (a Destroyed actor whose
+// storage is reused).
 func (e *Executor) Spawn(c *Cell, self unsafe.Pointer, obj any) error {
 	if e == nil {
 		return ErrNotStarted
@@ -211,13 +213,21 @@ func (e *Executor) Spawn(c *Cell, self unsafe.Pointer, obj any) error {
 		c.state.Store(st)
 		return ErrStopped
 	}
-	t := e.ticket.Add(1) - 1
-	c.mb = e.mailboxes[t%uint64(len(e.mailboxes))]
+	w := e.current()
+	if w != nil && e.cfg.Placement == PlaceLocal {
+		// The worker's next own slot, round-robin. Its own slots are nil only
+		// during its own swaps, and a behaviour never runs inside one.
+		c.mb = e.slots[w.lo+w.spawned%(w.hi-w.lo)].Load()
+		w.spawned++
+	} else {
+		t := e.ticket.Add(1) - 1
+		c.mb = e.mailboxes[t%uint64(len(e.mailboxes))]
+	}
 	c.exec = e
 	c.self = self
 	c.obj = obj
 	c.state.Store(cellAlive) // publishes the fields above to senders
-	if w := e.current(); w != nil {
+	if w != nil {
 		w.st.ActorsCreated++
 	} else {
 		e.extCreated.Add(1)

@@ -16,15 +16,26 @@ import (
 //   - the worker's "is it empty?" test, the thieves' "is it a candidate?"
 //     test and the senders' "is it closed?" test are single atomic loads,
 //     which on amd64 and arm64 are plain loads.
+//   - an 8-bit gulp sequence, advanced by every gulp in the same unlocking
+//     store, lets a thief tell "still waiting since I looked" from "served
+//     and refilled" with one load (see worker.steal).
 const (
 	wordLocked     = 1 << 0 // held by a pusher, a gulper, a releaser or the closer
 	wordProcessing = 1 << 1 // the chapter's being_processed: a worker holds the buffer
 	wordClosed     = 1 << 2 // the executor has stopped: pushes fail
-	wordLenShift   = 3      // bits 3..63: number of envelopes in buf
+	wordSeqShift   = 3      // bits 3..10: gulp sequence, mod 256
+	wordSeqMask    = 0xff << wordSeqShift
+	wordLenShift   = 11 // bits 11..63: number of envelopes in buf
 	wordLenOne     = 1 << wordLenShift
 )
 
 func wordLen(w uint64) int { return int(w >> wordLenShift) }
+
+// gulped returns the word of a mailbox just gulped: length 0, processing,
+// the closed bit kept, the gulp sequence advanced.
+func gulped(w uint64) uint64 {
+	return w&wordClosed | wordProcessing | (w+1<<wordSeqShift)&wordSeqMask
+}
 
 // mailbox is one of the executor's sharded message queues. Many actors share
 // a mailbox (actor i uses mailbox i mod M for its whole life); a worker gulps
@@ -123,7 +134,7 @@ func (m *mailbox) gulp(into *copyq.Queue[envelope]) (n int, missed bool) {
 		return 0, false
 	}
 	m.buf, *into = *into, m.buf
-	m.unlock(w&wordClosed | wordProcessing) // length 0
+	m.unlock(gulped(w))
 	return n, false
 }
 
@@ -137,7 +148,7 @@ func (m *mailbox) release(into *copyq.Queue[envelope], regulp bool) (n, left int
 	n = wordLen(w)
 	if regulp && n > 0 {
 		m.buf, *into = *into, m.buf
-		m.unlock(w&wordClosed | wordProcessing)
+		m.unlock(gulped(w))
 		return n, 0
 	}
 	m.unlock(w &^ wordProcessing)

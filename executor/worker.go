@@ -50,13 +50,18 @@ type worker struct {
 	// fewer than localLimit envelopes (the gulped ones plus
 	// Config.LocalBatch). Set per batch; 0 between batches.
 	localLimit int
-	gulped     int         // envelopes taken by the current gulp (the rest of buf came from local sends)
-	ending     *Cell       // actor whose termination hooks are running
-	given      *mailbox    // during steal: the mailbox the swap gave the victim
-	seen       *mailbox    // candidate found at the previous steal attempt (see steal)
-	st         WorkerStats // private counters
-	seenEpoch  uint64      // last statsEpoch published
-	exitOK     bool        // the loop returned normally (not by runtime.Goexit)
+	gulped     int      // envelopes taken by the current gulp (the rest of buf came from local sends)
+	ending     *Cell    // actor whose termination hooks are running
+	given      *mailbox // during steal: the mailbox the swap gave the victim
+	spawned    int      // actors this worker placed (PlaceLocal round-robin)
+	// The candidate a thief is watching (see steal): the mailbox, its word
+	// when first seen, and when.
+	cand      *mailbox
+	candWord  uint64
+	candSince time.Duration
+	st        WorkerStats // private counters
+	seenEpoch uint64      // last statsEpoch published
+	exitOK    bool        // the loop returned normally (not by runtime.Goexit)
 
 	_ cpu.CacheLinePad
 	// state is the parking protocol word (workerRunning, ...). Written by
@@ -506,25 +511,36 @@ func (h stealHooks) Taking(q *mailbox)   { q.owner.Store(h.thief) }
 // of our own. Whatever the outcome, the caller goes back to its own slots.
 // It reports whether a non-empty mailbox was taken.
 //
-// Aging (our addition): a candidate is taken only if this thief already saw
-// it as a candidate at its previous attempt, a couple of passes ago. A
-// mailbox that its owner is about to gulp (the common case when the owner is
-// busy, not stuck) has been served by then and is left alone, which keeps a
-// chain of single messages (the dynamic-send benchmark) from ping-ponging
-// between cores; a mailbox stuck behind a long behaviour, or a backlog the
-// owner cannot keep up with, is still there and is taken, one attempt later.
-// The first candidate seen is remembered even when the victim differs, so a
-// scan of another victim can still take it next time.
+// Aging (our addition): the swap is tried only once the candidate has been
+// waiting for Config.StealAge: the thief remembers the candidate and its
+// word, and at later calls checks (one load) that it is still a candidate
+// with the same gulp sequence, i.e. that its owner has not served it since.
+// A mailbox its owner is about to gulp (the owner is busy, not stuck) is
+// served first and left alone, so sequential work such as a chain of single
+// messages is not dragged between cores; a mailbox stuck behind a long
+// behaviour, or a backlog the owner cannot keep up with, is taken once it
+// has aged. Watching a candidate costs the victim nothing but that load.
 func (w *worker) steal() bool {
 	e := w.e
-	e.sel.Attempt(w.id)
-	w.st.StealAttempts++
-	if mb := w.seen; mb != nil {
-		w.seen = nil
-		if i := e.slotOf(mb, w); i >= 0 && isCandidate(mb) {
-			return w.trySteal(mb, i)
+	e.sel.Attempt(w.id) // this worker is looking for work: not a good victim
+	now := time.Since(e.epoch)
+	if mb := w.cand; mb != nil {
+		word := mb.word.Load()
+		if isCandidateWord(word) && word&wordSeqMask == w.candWord&wordSeqMask {
+			if now-w.candSince < e.cfg.StealAge {
+				return false // still waiting, not for long enough yet
+			}
+			w.cand = nil
+			w.st.StealAttempts++
+			if i := e.slotOf(mb, w); i >= 0 {
+				return w.trySteal(mb, i)
+			}
+			w.st.StealNoCandidate++
+			return false
 		}
+		w.cand = nil // served meanwhile: look for another
 	}
+	w.st.StealAttempts++
 	v := e.sel.Victim(w.id, w.rng)
 	if v < 0 {
 		w.st.StealNoCandidate++
@@ -535,9 +551,16 @@ func (w *worker) steal() bool {
 	start := w.rng.IntN(span)
 	for k := 0; k < span; k++ {
 		i := vw.lo + (start+k)%span
-		if mb := e.slots[i].Load(); mb != nil && isCandidate(mb) {
-			w.seen = mb // take it next time if it is still waiting
-			break
+		mb := e.slots[i].Load()
+		if mb == nil {
+			continue // another thief is mid-swap on this slot
+		}
+		if word := mb.word.Load(); isCandidateWord(word) {
+			if e.cfg.StealAge < 0 {
+				return w.trySteal(mb, i)
+			}
+			w.cand, w.candWord, w.candSince = mb, word, now
+			return false
 		}
 	}
 	w.st.StealNoCandidate++
@@ -546,8 +569,9 @@ func (w *worker) steal() bool {
 
 // isCandidate reports whether mb is worth stealing: non-empty and not being
 // processed (a racy test; the swap itself is what must be correct).
-func isCandidate(mb *mailbox) bool {
-	word := mb.word.Load()
+func isCandidate(mb *mailbox) bool { return isCandidateWord(mb.word.Load()) }
+
+func isCandidateWord(word uint64) bool {
 	return wordLen(word) > 0 && word&wordProcessing == 0
 }
 

@@ -1,0 +1,106 @@
+// Package actor is the user-facing API of actord: statically typed actors on
+// an inverted (message-centric) executor, after the C∀ actor system.
+//
+// # Actors, messages, behaviours
+//
+// An actor type is a struct that embeds Actor; a message type is a struct
+// that embeds Message; a behaviour is any function of an actor pointer and a
+// message pointer that returns an Allocation, usually a method:
+//
+//	type Counter struct {
+//		actor.Actor
+//		n int
+//	}
+//
+//	type Add struct {
+//		actor.Message
+//		N int
+//	}
+//
+//	func (c *Counter) Add(m *Add) actor.Allocation {
+//		c.n += m.N
+//		return actor.Nodelete // keep receiving
+//	}
+//
+// Send names the behaviour that will receive the message:
+//
+//	actor.Send(counter, &Add{N: 1}, (*Counter).Add)
+//
+// The compiler checks that the behaviour takes exactly this actor type and
+// this message type, so a message type for which an actor has no behaviour
+// cannot be sent to it: it does not compile. An actor can have any number of
+// behaviours, one per message type it accepts. Nothing is looked up at run
+// time: the behaviour travels with the message as a function pointer.
+//
+// An actor's behaviours never run concurrently with each other, so an actor's
+// fields need no locking; different actors run in parallel on the workers.
+// Messages sent by one sender to one actor are received in the order they
+// were sent. Send never blocks and, once the queues have grown to their
+// working size, never allocates. Sends work from any goroutine: from
+// behaviours and from outside the system.
+//
+// # Systems
+//
+// Start starts a System: worker goroutines, each locked to an OS thread
+// (one per GOMAXPROCS by default), cycling over sharded message queues (16
+// per worker by default). Spawn enrols an actor; each actor keeps the queue
+// it was placed on for its whole life. Stop blocks until every actor has
+// terminated, then stops the workers; a program may start and stop systems
+// as often as it likes, or run several at once.
+//
+//	sys, err := actor.Start()
+//	...
+//	c, err := actor.Spawn(sys, &Counter{})
+//	actor.Send(c, &Add{N: 2}, (*Counter).Add)
+//	actor.SendPill(c, actor.FinishedMsg)
+//	err = sys.Stop(ctx)
+//
+// Idle workers spin briefly, then sleep until a sender wakes them: an idle
+// system uses no CPU. Workers with nothing to do steal whole queues from
+// busy ones (see package stealing), so a long-running behaviour does not hold
+// up the actors on its worker's other queues.
+//
+// # Termination and allocation statuses
+//
+// A behaviour's result says what happens to its actor: Nodelete (it goes on),
+// Delete (its Destroy hook runs if it has one, then its Release hook, such as
+// returning it to a sync.Pool; otherwise the garbage collector frees it),
+// Destroy (its Destroy hook runs and the storage is kept; the actor may be
+// spawned again) or Finished (nothing runs). Any status but Nodelete
+// terminates the actor: later sends to it return ErrTerminated. A message's
+// own status (Message.SetAllocation, default Nodelete) is applied the same
+// way after the behaviour that received it. The built-in poison pills
+// DeleteMsg, DestroyMsg and FinishedMsg, sent with SendPill, terminate any
+// actor with that status once the messages sent before them by the same
+// sender have been received.
+//
+// # Errors
+//
+// Mistakes are reported, never silent: sends to terminated actors fail with
+// ErrTerminated, and messages that were queued for an actor that terminated
+// before receiving them are counted and reported by Stop (ErrUndelivered). A
+// behaviour that panics is recovered: its actor is terminated, the worker and
+// all other actors go on, and the panic value with its stack is passed to
+// the WithErrorHandler function and reported by Stop (a *PanicError,
+// errors.Is(err, ErrPanic)). Start rejects invalid configurations (ErrConfig),
+// such as fewer queues than workers. Stop with a context that ends reports
+// how many actors were still alive (ErrActorsAlive). Programmer errors such
+// as a nil actor panic with a message starting with "actor:".
+//
+// # Statistics
+//
+// System.Stats returns per-worker counters (gulps and gulp sizes, missed
+// gulps, steal attempts and outcomes, messages stolen, parks and wake-ups,
+// actors created and terminated, messages processed) and system-wide ones
+// (messages sent, live actors, queued messages), collected without atomic
+// instructions on the hot path. Package metrics exports them to Prometheus.
+//
+// # Performance notes
+//
+// An actor's embedded Actor holds the fields senders read (its state and
+// queue); behaviours write the user's fields around it. When an actor
+// receives many messages from other workers while its behaviour writes its
+// fields, the two share a cache line; padding after the embedded Actor
+// (a field `_ cpu.CacheLinePad` from golang.org/x/sys/cpu) keeps them apart,
+// at 64 bytes per actor.
+package actor

@@ -17,6 +17,7 @@ const (
 	DefaultRegulps         = 4   // times a worker re-takes a mailbox it just drained before moving on
 	DefaultSpinPasses      = 64  // empty passes over its mailboxes before a worker parks
 	DefaultParkTimeout     = 10 * time.Millisecond
+	DefaultParkTimeoutMax  = 100 * time.Millisecond
 	DefaultStealAge        = 20 * time.Microsecond
 )
 
@@ -88,9 +89,17 @@ type Config struct {
 	// 0 means DefaultSpinPasses.
 	SpinPasses int
 	// ParkTimeout bounds a worker's sleep, so that parked workers still look
-	// for work to steal now and then. 0 means DefaultParkTimeout; negative
-	// means sleep until woken.
+	// for work to steal now and then: a backlog behind a behaviour that runs
+	// for a long time is found this way when every other worker sleeps
+	// (otherwise busy workers wake sleepers themselves when they see a
+	// backlog). After each timeout that finds no work the next sleep is
+	// twice as long, up to ParkTimeoutMax, so that an idle system wakes
+	// rarely; any work resets it. 0 means DefaultParkTimeout; negative means
+	// sleep until woken.
 	ParkTimeout time.Duration
+	// ParkTimeoutMax caps the doubling of ParkTimeout. 0 means
+	// DefaultParkTimeoutMax (or ParkTimeout if that is larger).
+	ParkTimeoutMax time.Duration
 	// Event selects the sleep primitive (futex on Linux by default).
 	Event event.Kind
 	// NoStatistics turns statistics counting off on the workers' hot paths
@@ -155,5 +164,9 @@ func (c Config) resolved() (Config, error) {
 	if c.ParkTimeout == 0 {
 		c.ParkTimeout = DefaultParkTimeout
 	}
+	if c.ParkTimeoutMax == 0 {
+		c.ParkTimeoutMax = DefaultParkTimeoutMax
+	}
+	c.ParkTimeoutMax = max(c.ParkTimeoutMax, c.ParkTimeout)
 	return c, nil
 }

@@ -54,6 +54,7 @@ type worker struct {
 	ending     *Cell    // actor whose termination hooks are running
 	given      *mailbox // during steal: the mailbox the swap gave the victim
 	spawned    int      // actors this worker placed (PlaceLocal round-robin)
+	idleWakes  int      // consecutive park timeouts without work since (see park)
 	// The candidate a thief is watching (see steal): the mailbox, its word
 	// when first seen, and when.
 	cand      *mailbox
@@ -156,6 +157,7 @@ func (w *worker) loop() {
 	for {
 		if w.pass() {
 			idle = 0
+			w.idleWakes = 0
 			continue
 		}
 		if e.shutdown.Load() {
@@ -166,6 +168,7 @@ func (w *worker) loop() {
 		// and again after every two more.
 		if e.sel != nil && idle%2 == 0 && w.steal() {
 			idle = 0
+			w.idleWakes = 0
 			continue
 		}
 		if idle >= e.cfg.SpinPasses {
@@ -447,6 +450,13 @@ func (w *worker) park() {
 	}
 	start := time.Now()
 	timeout := e.cfg.ParkTimeout
+	if timeout > 0 {
+		// Back off: each timeout that found no work doubles the next one.
+		for i := 0; i < w.idleWakes && timeout < e.cfg.ParkTimeoutMax; i++ {
+			timeout *= 2
+		}
+		timeout = min(timeout, e.cfg.ParkTimeoutMax)
+	}
 	for {
 		wait := time.Duration(0)
 		if timeout > 0 {
@@ -454,6 +464,7 @@ func (w *worker) park() {
 				if w.state.CompareAndSwap(workerParked, workerRunning) {
 					e.sleepers.Add(-1)
 					w.st.WakeupsByTimeout++
+					w.idleWakes++ // reset by loop as soon as there is work
 				} else {
 					w.st.WakeupsBySender++
 				}

@@ -294,6 +294,20 @@ func Send(c *Cell, fn unsafe.Pointer, msg any, mc *MsgCell) error {
 // notify wakes the owner of mb if it is parked. Called after every push into
 // mb (after the unlock that published it). When no worker sleeps this is one
 // atomic load.
+//
+// This is the sender's half of the lost-wake-up protocol (the sleeper's half
+// is on worker.park): publish (the push's unlocking store of the mailbox
+// word), then load sleepers, then, if someone sleeps, load the mailbox's
+// owner and move it from parked to woken with a CAS. Every one of these is a
+// sequentially consistent atomic, as are the sleeper's store of its state,
+// its increment of sleepers and its re-check of its mailboxes; in their total
+// order, either the sleeper's re-check follows our publish (it sees the
+// message and does not sleep) or our load of sleepers follows its increment
+// (we see it, and its state, stored before the increment, reads parked).
+// mb.owner is exact whenever the mailbox is reachable through the slots
+// (thieves rewrite it only while it is not: see stealHooks); a sender that
+// read the owner just before a swap published it wakes the previous owner,
+// and the thief's own post-swap check covers the new one.
 func (e *Executor) notify(mb *mailbox) {
 	if e.sleepers.Load() == 0 {
 		return

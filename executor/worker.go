@@ -491,9 +491,22 @@ func (w *worker) wake() {
 }
 
 // wakeThief wakes one parked worker (the first after w in worker order) so
-// that it can steal from w's backlog. This is how parked workers take part
-// in load balancing without polling: a busy worker that sees more than one
-// non-empty mailbox in a pass hands the surplus to a sleeper.
+// that it can steal from w's backlog.
+//
+// How parked workers take part in stealing:
+//  1. A busy worker that, after a pass, still has two or more mailboxes
+//     waiting wakes one sleeper (here). The sleeper resumes as a spinning
+//     thief, finds a candidate at w, and takes it once it has aged
+//     (Config.StealAge). One wake per pass at most, and only while someone
+//     sleeps, so a steadily busy system does not churn sleepers.
+//  2. A worker stuck in a long behaviour cannot run passes, so it cannot do
+//     (1). Its mailboxes are found by any worker that is awake (spinning
+//     thieves look every two idle passes), or, when all others sleep, by
+//     the park timeout: a parked worker wakes after Config.ParkTimeout
+//     (doubling while it keeps finding nothing, up to ParkTimeoutMax),
+//     spins, and steals what has aged.
+//  3. Senders never wake a worker other than their mailbox's owner, and
+//     never for stealing: sending stays one load when nobody sleeps.
 func (w *worker) wakeThief() {
 	ws := w.e.workers
 	for k := 1; k < len(ws); k++ {

@@ -30,7 +30,9 @@ type Executor struct {
 	// middle of a swap (see package stealing).
 	slots   []atomic.Pointer[mailbox]
 	workers []*worker
-	sel     stealing.Selector // victim heuristic, nil when stealing is off
+	// slotWorker[i] is the worker whose range holds slot i; immutable.
+	slotWorker []*worker
+	sel        stealing.Selector // victim heuristic, nil when stealing is off
 
 	// gtab maps goroutine identities (goid.Get) to workers: an open-addressed
 	// table written only by workers registering at start (and retiring at
@@ -132,6 +134,7 @@ func Start(cfg Config) (*Executor, error) {
 		}
 		for s := lo; s < hi; s++ {
 			e.mailboxes[s].owner.Store(w)
+			e.slotWorker = append(e.slotWorker, w)
 		}
 		e.workers[i] = w
 	}

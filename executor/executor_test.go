@@ -239,3 +239,61 @@ func TestSleepersCountBalanced(t *testing.T) {
 	require.NoError(t, e.Stop(context.Background()))
 	assert.Zero(t, e.sleepers.Load())
 }
+
+// After heavy stealing, every mailbox's owner is the worker whose range
+// holds its slot, and the slots are a permutation of the mailboxes: the
+// owner bookkeeping done in the swap hooks never goes stale.
+func TestOwnersMatchSlotsAfterStealing(t *testing.T) {
+	e, err := Start(Config{Workers: 4, QueuesPerWorker: 4, SpinPasses: 4, StealAge: -1,
+		ParkTimeout: 100 * time.Microsecond, Placement: PlaceGlobal})
+	require.NoError(t, err)
+	// Load only worker 0's mailboxes (tickets 0..3 of every 16), so the
+	// other three workers steal from it constantly.
+	var probes []*probe
+	for i := 0; i < 16*8; i++ {
+		p := &probe{}
+		p.fn = func(p *probe) Allocation {
+			p.calls++
+			if p.calls == 500 {
+				return Finished
+			}
+			for i := 0; i < 200; i++ { // a little work per message
+				_ = i * i
+			}
+			return Nodelete
+		}
+		require.NoError(t, e.Spawn(&p.cell, unsafe.Pointer(p), p))
+		if i%16 < 4 {
+			probes = append(probes, p)
+		} else {
+			p.calls = 499 // a dummy: terminates on its first message
+			p.send(t, &probeMsg{})
+		}
+	}
+	m := &probeMsg{}
+	for round := 0; round < 500; round++ {
+		for _, p := range probes {
+			p.send(t, m)
+		}
+	}
+	var steals uint64
+	for _, p := range probes {
+		for p.cell.Alive() {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	st := e.Stats()
+	tot := st.Total()
+	steals = tot.Steals()
+	seen := map[*mailbox]bool{}
+	for i := range e.slots {
+		mb := e.slots[i].Load()
+		require.NotNil(t, mb, "slot %d left nil", i)
+		require.False(t, seen[mb], "mailbox in two slots")
+		seen[mb] = true
+		require.Same(t, e.slotWorker[i], mb.owner.Load(), "slot %d: owner does not match", i)
+	}
+	require.NoError(t, e.Stop(context.Background()))
+	require.NotZero(t, steals, "the test must exercise stealing")
+	t.Logf("%d steals", steals)
+}

@@ -53,6 +53,7 @@ type worker struct {
 	gulped     int      // envelopes taken by the current gulp (the rest of buf came from local sends)
 	ending     *Cell    // actor whose termination hooks are running
 	given      *mailbox // during steal: the mailbox the swap gave the victim
+	taken      *mailbox // during steal: the mailbox the swap took from it
 	spawned    int      // actors this worker placed (PlaceLocal round-robin)
 	idleWakes  int      // consecutive park timeouts without work since (see park)
 	// The candidate a thief is watching (see steal): the mailbox, its word
@@ -527,7 +528,7 @@ type stealHooks struct{ thief, victim *worker }
 
 func (h stealHooks) Giving(q *mailbox)   { q.owner.Store(h.victim); h.thief.given = q }
 func (h stealHooks) Ungiving(q *mailbox) { q.owner.Store(h.thief) }
-func (h stealHooks) Taking(q *mailbox)   { q.owner.Store(h.thief) }
+func (h stealHooks) Taking(q *mailbox)   { q.owner.Store(h.thief); h.thief.taken = q }
 
 // steal makes one steal attempt, as the chapter describes: choose a victim,
 // scan its slots from a random start for a candidate (non-nil, non-empty,
@@ -557,7 +558,7 @@ func (w *worker) steal() bool {
 			w.cand = nil
 			w.st.StealAttempts++
 			if i := e.slotOf(mb, w); i >= 0 {
-				return w.trySteal(mb, i)
+				return w.trySteal(i)
 			}
 			w.st.StealNoCandidate++
 			return false
@@ -581,7 +582,7 @@ func (w *worker) steal() bool {
 		}
 		if word := mb.word.Load(); isCandidateWord(word) {
 			if e.cfg.StealAge < 0 {
-				return w.trySteal(mb, i)
+				return w.trySteal(i)
 			}
 			w.cand, w.candWord, w.candSince = mb, word, now
 			return false
@@ -614,17 +615,20 @@ func (e *Executor) slotOf(mb *mailbox, thief *worker) int {
 	return -1
 }
 
-// trySteal swaps the candidate mb, found in slot i of its owner, with a
-// random slot of w's own.
-func (w *worker) trySteal(mb *mailbox, i int) bool {
+// trySteal swaps victim slot i (where the candidate was found) with a
+// random slot of w's own. The swap takes whatever slot i holds at that
+// moment (usually the candidate; recorded by the Taking hook), and the
+// victim is the worker that owns slot i's range, which never changes.
+func (w *worker) trySteal(i int) bool {
 	e := w.e
-	vw := mb.owner.Load()
+	vw := e.slotWorker[i]
 	mine := w.lo + w.rng.IntN(w.hi-w.lo)
-	if vw == nil || !stealing.TrySwapHooked(e.slots, i, mine, stealHooks{thief: w, victim: vw}) {
+	if !stealing.TrySwapHooked(e.slots, i, mine, stealHooks{thief: w, victim: vw}) {
 		w.st.StealFailedSwap++
 		return false
 	}
-	n := mb.queued()
+	n := w.taken.queued()
+	w.taken = nil
 	if n == 0 {
 		w.st.EmptySteals++
 	} else {

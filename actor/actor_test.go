@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -460,4 +461,136 @@ func delivered(sys *actor.System, n uint64) bool {
 	st := sys.Stats()
 	t := st.Total()
 	return t.MessagesProcessed() >= n
+}
+
+// An actor spawned again after it terminated must not receive the messages
+// still queued for its previous incarnation: they are dead letters (reported
+// by Stop), never delivered to the new incarnation, and never run on another
+// worker at the same time as it.
+type reborn struct {
+	actor.Actor
+	in, overlap, probes atomic.Int32
+}
+
+type rebornProbe struct{ actor.Message }
+
+func (a *reborn) enter() {
+	if a.in.Add(1) > 1 {
+		a.overlap.Add(1)
+	}
+}
+
+func (a *reborn) onProbe(*rebornProbe) actor.Allocation {
+	a.enter()
+	a.probes.Add(1)
+	time.Sleep(time.Millisecond)
+	a.in.Add(-1)
+	return actor.Nodelete
+}
+
+func (a *reborn) onLong(*rebornProbe) actor.Allocation {
+	a.enter()
+	time.Sleep(50 * time.Millisecond)
+	a.in.Add(-1)
+	return actor.Finished
+}
+
+type sleeper struct{ actor.Actor }
+
+func (*sleeper) nap(m *num) actor.Allocation {
+	time.Sleep(time.Duration(m.v) * time.Millisecond)
+	return actor.Nodelete
+}
+
+func TestRespawnDoesNotReceiveOldMessages(t *testing.T) {
+	sys := start(t, actor.WithWorkers(2), actor.WithQueues(2), actor.WithStealing(stealing.None))
+	a, _ := actor.Spawn(sys, &reborn{}) // ticket 0: mailbox 0
+	other, _ := actor.Spawn(sys, &sleeper{})
+	b, _ := actor.Spawn(sys, &sleeper{}) // ticket 2: mailbox 0, like a
+	require.NoError(t, actor.SendPill(other, actor.FinishedMsg))
+	// Mailbox 0 gets: a nap (so everything below is accepted while a is
+	// alive), a's Destroy pill, a longer nap, then 20 probes for a.
+	require.NoError(t, actor.Send(b, &num{v: 10}, (*sleeper).nap))
+	require.NoError(t, actor.SendPill(a, actor.DestroyMsg))
+	require.NoError(t, actor.Send(b, &num{v: 20}, (*sleeper).nap))
+	for i := 0; i < 20; i++ {
+		require.NoError(t, actor.Send(a, &rebornProbe{}, (*reborn).onProbe))
+	}
+	require.NoError(t, actor.SendPill(b, actor.FinishedMsg))
+	for a.Alive() {
+		time.Sleep(50 * time.Microsecond)
+	}
+	_, err := actor.Spawn(sys, a) // the next incarnation (ticket 3: mailbox 1)
+	require.NoError(t, err)
+	require.NoError(t, actor.Send(a, &rebornProbe{}, (*reborn).onLong))
+	err = sys.Stop(context.Background())
+	require.ErrorIs(t, err, actor.ErrUndelivered)
+	assert.Contains(t, err.Error(), "20 messages")
+	assert.Zero(t, a.probes.Load(), "old incarnation's messages delivered to the new one")
+	assert.Zero(t, a.overlap.Load(), "one actor ran on two workers at once")
+}
+
+func TestManyGoexits(t *testing.T) {
+	sys := start(t, actor.WithWorkers(1))
+	for i := 0; i < 20; i++ { // far more than the identity table's size
+		x, err := actor.Spawn(sys, &exiter{})
+		require.NoError(t, err)
+		require.NoError(t, actor.Send(x, &num{}, (*exiter).onNum))
+	}
+	r, err := actor.Spawn(sys, &recorder{finishAt: 5})
+	require.NoError(t, err)
+	for i := 0; i < 5; i++ {
+		require.NoError(t, actor.Send(r, &num{v: i}, (*recorder).onNum))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = sys.Stop(ctx)
+	require.ErrorIs(t, err, actor.ErrPanic)
+	require.NotErrorIs(t, err, actor.ErrActorsAlive)
+	assert.Len(t, r.got, 5)
+}
+
+// slowHooks blocks in its Destroy hook until released, then panics.
+type slowHooks struct {
+	actor.Actor
+	inHook, release chan struct{}
+}
+
+func (s *slowHooks) Destroy() {
+	close(s.inHook)
+	<-s.release
+	panic("hook failed")
+}
+
+func TestSpawnRefusedWhileHooksRun(t *testing.T) {
+	sys := start(t)
+	s := &slowHooks{inHook: make(chan struct{}), release: make(chan struct{})}
+	_, err := actor.Spawn(sys, s)
+	require.NoError(t, err)
+	require.NoError(t, actor.SendPill(s, actor.DestroyMsg))
+	<-s.inHook
+	assert.False(t, s.Alive())
+	_, err = actor.Spawn(sys, s)
+	assert.ErrorIs(t, err, actor.ErrAlreadySpawned, "its termination is not over")
+	assert.ErrorIs(t, actor.SendPill(s, actor.FinishedMsg), actor.ErrTerminated)
+	close(s.release)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = sys.Stop(ctx) // the live count is right: no context timeout
+	require.ErrorIs(t, err, actor.ErrPanic)
+	require.NotErrorIs(t, err, actor.ErrActorsAlive)
+}
+
+func TestPanickingErrorHandler(t *testing.T) {
+	sys := start(t, actor.WithErrorHandler(func(error) { panic("handler") }))
+	p, _ := actor.Spawn(sys, &panicker{})
+	r, _ := actor.Spawn(sys, &recorder{finishAt: 10})
+	require.NoError(t, actor.Send(p, &boom{}, (*panicker).onBoom))
+	for i := 0; i < 10; i++ {
+		require.NoError(t, actor.Send(r, &num{v: i}, (*recorder).onNum))
+	}
+	err := sys.Stop(context.Background())
+	require.ErrorIs(t, err, actor.ErrPanic)
+	assert.Contains(t, err.Error(), "handler")
+	assert.Len(t, r.got, 10, "the process and the other actors survived")
 }

@@ -24,7 +24,7 @@ func PeakRSS() int64 {
 	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
 		return 0
 	}
-	return ru.Maxrss * 1024 // Linux reports kilobytes
+	return int64(ru.Maxrss) * 1024 // Linux reports kilobytes
 }
 
 // MemorySampler records the peak of the Go runtime's total mapped memory

@@ -51,33 +51,48 @@ type Destroyer interface{ Destroy() }
 // example to a sync.Pool.
 type Releaser interface{ Release() }
 
-// Cell states. Transitions: new -> spawning -> alive (Spawn), alive -> dead
-// (the worker that runs the actor's last behaviour), dead -> spawning ->
-// alive (Spawn again of a destroyed actor whose storage is reused).
+// Cell state word: the low 3 bits are the lifecycle state, the upper 29 bits
+// the incarnation, advanced by every Spawn. Transitions, per incarnation:
+// new or dead -> spawning (Spawn's CAS, with the next incarnation) -> alive
+// (Spawn's store) -> ending (the worker that terminates it, while the
+// Destroy hook runs) -> dead (before the Release hook, which may return the
+// object to a pool from where it is spawned again).
 const (
 	cellNew uint32 = iota
 	cellSpawning
 	cellAlive
+	cellEnding
 	cellDead
+
+	cellKindMask  = 7
+	cellIncarnOne = 8 // one incarnation, in the state word
 )
 
 // Cell is the executor's part of an actor. The actor package embeds one in
 // actor.Actor, which users embed in their actor types.
 type Cell struct {
-	// state is the lifecycle state above. Written by Spawn (CAS to spawning,
-	// store alive) and by the worker that terminates the actor (store dead);
-	// read by every sender and by the worker before each delivery. The store
-	// of alive publishes mb, exec, self and obj: readers load state first and
-	// use those fields only after seeing alive.
+	// state is the state word above. Written by Spawn (CAS to spawning,
+	// then store alive) and by the worker that terminates the actor (store
+	// ending, then dead); read by every sender and by the worker before each
+	// delivery. A sender stamps the word it saw (alive, incarnation i) into
+	// the envelope, and delivery requires the word to be exactly that: an
+	// envelope sent to an earlier incarnation is a dead letter, even if the
+	// actor was spawned again since (possibly on another mailbox). The store
+	// of alive publishes self and obj to the workers that deliver.
 	state atomic.Uint32
-	mb    *mailbox       // the actor's queue, fixed for this incarnation (round-robin ticket)
-	exec  *Executor      // the executor that owns mb
-	self  unsafe.Pointer // the user's actor, passed to behaviours
-	obj   any            // the same actor as an interface, for the hooks and error reports
+	// mb and exec are the incarnation's mailbox and executor. Atomic
+	// because a sender that saw an earlier incarnation alive may read them
+	// while a re-spawn writes them (its envelope then carries the old
+	// incarnation and is counted as a dead letter). Written by Spawn, read
+	// by senders.
+	mb   atomic.Pointer[mailbox]
+	exec atomic.Pointer[Executor]
+	self unsafe.Pointer // the user's actor, passed to behaviours
+	obj  any            // the same actor as an interface, for the hooks and error reports
 }
 
 // Alive reports whether the actor has been spawned and not terminated.
-func (c *Cell) Alive() bool { return c.state.Load() == cellAlive }
+func (c *Cell) Alive() bool { return c.state.Load()&cellKindMask == cellAlive }
 
 // MsgCell is the executor's part of a message: its allocation status.
 // The status is written by behaviours (SetAllocation) and by the executor
@@ -100,18 +115,24 @@ func (m *MsgCell) Get() Allocation { return m.status }
 // set) and read in place by the worker, so a send allocates nothing once the
 // queues have grown. (Building one on the stack and copying it costs more
 // than the rest of a local send: the copy's wide loads of freshly written
-// narrow stores defeat store-to-load forwarding.)
+// narrow stores defeat store-to-load forwarding.) 40 bytes: the message's
+// status cell is stored as its offset inside the message, which leaves room
+// for the incarnation stamp in the same word.
 type envelope struct {
-	cell  *Cell
-	fn    unsafe.Pointer // the behaviour: a func(*A, *M) Allocation, called as behaviourFunc
-	msg   any            // the user's message (a pointer), for the call and the hooks
-	mcell *MsgCell       // the message's status
+	cell *Cell
+	fn   unsafe.Pointer // the behaviour: a func(*A, *M) Allocation, called as behaviourFunc
+	msg  any            // the user's message (a pointer), for the call and the hooks
+	moff uint32         // offset of the message's MsgCell inside the message
+	want uint32         // the cell's state word when sent: alive, incarnation
 }
 
 // set fills an envelope in place.
-func (e *envelope) set(c *Cell, fn unsafe.Pointer, msg any, mc *MsgCell) {
-	e.cell, e.fn, e.msg, e.mcell = c, fn, msg, mc
+func (e *envelope) set(c *Cell, fn unsafe.Pointer, msg any, moff, want uint32) {
+	e.cell, e.fn, e.msg, e.moff, e.want = c, fn, msg, moff, want
 }
+
+// mcell returns the message's status cell.
+func (e *envelope) mcell() *MsgCell { return (*MsgCell)(unsafe.Add(efaceData(e.msg), e.moff)) }
 
 // behaviourFunc is the erased type under which behaviours are called. A Go
 // func value is a pointer to a closure record; func(*A, *M) Allocation and

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,7 +46,11 @@ type Executor struct {
 	_ cpu.CacheLinePad
 	// ticket hands out mailbox indices round-robin. Add by Spawn.
 	ticket atomic.Uint64
-	_      cpu.CacheLinePad
+	// extCreated counts actors spawned by goroutines that are not workers.
+	// Add by Spawn, read by Stats; kept off the lines workers read per
+	// message and per pass.
+	extCreated atomic.Uint64
+	_          cpu.CacheLinePad
 	// live counts actors spawned and not terminated. Spawn adds 1 before it
 	// checks stopping (and undoes it if stopping is set); termination
 	// subtracts 1 and, on reaching 0, posts a token to zero. Stop sets
@@ -66,6 +72,7 @@ type Executor struct {
 	epoch      time.Time   // monotonic reference for thieves' clocks
 	stopping   atomic.Bool // Spawn refuses; see live
 	shutdown   atomic.Bool // workers exit; set by Stop after live == 0 or on its context's end
+	forced     atomic.Bool // set by Stop, before shutdown, when its context ended with actors alive
 	stopCalled atomic.Bool // Stop runs once
 	zero       chan struct{}
 
@@ -73,7 +80,6 @@ type Executor struct {
 	// counters; each worker compares it with the last epoch it published
 	// once per pass (a plain load).
 	statsEpoch atomic.Uint64
-	extCreated atomic.Uint64 // actors spawned by goroutines that are not workers
 
 	errMu     sync.Mutex
 	panics    []error // recorded *PanicError values, at most maxKeptPanics
@@ -163,14 +169,19 @@ func (e *Executor) hash(g uintptr) uintptr {
 	return uintptr((uint64(g) >> 3) * 0x9E3779B97F4A7C15 >> 32)
 }
 
+// register enters w's goroutine identity in gtab, in the first free or
+// retired entry of g's probe sequence. A retired entry (a tombstone) matches
+// no goroutine and lookups probe past it, so reusing it creates no hole.
 func (e *Executor) register(w *worker, g uintptr) {
 	ent := &gentry{g: g, w: w}
-	for i := e.hash(g); ; i++ {
-		if e.gtab[i&e.gmask].CompareAndSwap(nil, ent) {
+	for k, i := 0, e.hash(g); k < len(e.gtab); k, i = k+1, i+1 {
+		slot := &e.gtab[i&e.gmask]
+		if old := slot.Load(); (old == nil || old.g == 0) && slot.CompareAndSwap(old, ent) {
 			w.gslot = int(i & e.gmask)
 			return
 		}
 	}
+	panic("executor: goroutine table full") // 4x more entries than workers: cannot happen
 }
 
 // retire replaces w's entry by a tombstone that matches no goroutine, so a
@@ -181,13 +192,16 @@ func (e *Executor) retire(w *worker) {
 
 // current returns the worker running the calling goroutine, or nil if the
 // caller is not one of e's workers. Cost: one identity read and usually one
-// table load.
-func (e *Executor) current() *worker {
-	g := goid.Get()
+// table load. Where goroutine identity is not supported it returns nil: the
+// caller is then treated as external (global placement, no local path).
+func (e *Executor) current() *worker { return e.workerOf(goid.Get()) }
+
+// workerOf returns the worker whose goroutine identity is g, or nil.
+func (e *Executor) workerOf(g uintptr) *worker {
 	if g == 0 {
 		return nil
 	}
-	for i := e.hash(g); ; i++ {
+	for k, i := 0, e.hash(g); k < len(e.gtab); k, i = k+1, i+1 {
 		ent := e.gtab[i&e.gmask].Load()
 		if ent == nil {
 			return nil
@@ -196,6 +210,24 @@ func (e *Executor) current() *worker {
 			return ent.w
 		}
 	}
+	return nil
+}
+
+// inBehaviour reports whether the caller is one of e's workers (that is, a
+// behaviour). Unlike current it also works where goroutine identity is not
+// supported, by comparing goroutine ids read from the stack trace: slow,
+// and used only by Stop.
+func (e *Executor) inBehaviour() bool {
+	if goid.Supported {
+		return e.current() != nil
+	}
+	id := goid.Slow()
+	for _, w := range e.workers {
+		if w.slowID.Load() == id {
+			return true
+		}
+	}
+	return false
 }
 
 // Spawn makes c a live actor of e, on a mailbox chosen by Config.Placement.
@@ -207,7 +239,11 @@ func (e *Executor) Spawn(c *Cell, self unsafe.Pointer, obj any) error {
 		return ErrNotStarted
 	}
 	st := c.state.Load()
-	if st == cellSpawning || st == cellAlive || !c.state.CompareAndSwap(st, cellSpawning) {
+	if k := st & cellKindMask; k != cellNew && k != cellDead {
+		return ErrAlreadySpawned // spawning, alive, or its termination hooks are running
+	}
+	next := st&^cellKindMask + cellIncarnOne // the next incarnation
+	if !c.state.CompareAndSwap(st, next|cellSpawning) {
 		return ErrAlreadySpawned
 	}
 	e.live.Add(1)
@@ -220,16 +256,16 @@ func (e *Executor) Spawn(c *Cell, self unsafe.Pointer, obj any) error {
 	if w != nil && e.cfg.Placement == PlaceLocal {
 		// The worker's next own slot, round-robin. Its own slots are nil only
 		// during its own swaps, and a behaviour never runs inside one.
-		c.mb = e.slots[w.lo+w.spawned%(w.hi-w.lo)].Load()
+		c.mb.Store(e.slots[w.lo+w.spawned%(w.hi-w.lo)].Load())
 		w.spawned++
 	} else {
 		t := e.ticket.Add(1) - 1
-		c.mb = e.mailboxes[t%uint64(len(e.mailboxes))]
+		c.mb.Store(e.mailboxes[t%uint64(len(e.mailboxes))])
 	}
-	c.exec = e
+	c.exec.Store(e)
 	c.self = self
 	c.obj = obj
-	c.state.Store(cellAlive) // publishes the fields above to senders
+	c.state.Store(next | cellAlive) // publishes the fields above to senders and workers
 	if w != nil {
 		w.st.ActorsCreated++
 	} else {
@@ -250,7 +286,8 @@ func (e *Executor) actorGone() {
 
 // stateErr maps a non-alive cell state to the error a send reports.
 func stateErr(st uint32) error {
-	if st == cellDead {
+	switch st & cellKindMask {
+	case cellEnding, cellDead:
 		return ErrTerminated
 	}
 	return ErrNotSpawned
@@ -271,11 +308,19 @@ func stateErr(st uint32) error {
 // of the drainer that the local path touches is read only after the
 // identity matched, that is, by the drainer's own goroutine.
 func Send(c *Cell, fn unsafe.Pointer, msg any, mc *MsgCell) error {
-	if st := c.state.Load(); st != cellAlive {
+	st := c.state.Load()
+	if st&cellKindMask != cellAlive {
 		return stateErr(st)
 	}
-	mb := c.mb
-	if mb.word.Load()&wordProcessing != 0 {
+	moff := uintptr(unsafe.Pointer(mc)) - uintptr(efaceData(msg))
+	if moff > math.MaxUint32 {
+		panic("executor: the message's MsgCell is not inside the message")
+	}
+	mb := c.mb.Load()
+	// goid.Supported is a constant: where goroutine identity is not
+	// available (Get returns 0 for every goroutine), the local path is
+	// compiled out and every send takes the mailbox.
+	if goid.Supported && mb.word.Load()&wordProcessing != 0 {
 		if d := mb.drainer.Load(); d != nil && d.g.Load() == goid.Get() && d.cur == mb && d.buf.Pushed() < d.localLimit {
 			// We are d's goroutine, inside a behaviour of the batch it is
 			// draining: append to that batch. Per-sender FIFO holds: every
@@ -283,14 +328,14 @@ func Send(c *Cell, fn unsafe.Pointer, msg any, mc *MsgCell) error {
 			// appended too (the batch only grows, so once it reaches
 			// localLimit every later send of the batch goes to the mailbox),
 			// and earlier batches were drained before this one began.
-			d.buf.Next().set(c, fn, msg, mc)
+			d.buf.Next().set(c, fn, msg, uint32(moff), st)
 			return nil
 		}
 	}
-	if !mb.push(c, fn, msg, mc) {
+	if !mb.push(c, fn, msg, uint32(moff), st) {
 		return ErrStopped
 	}
-	c.exec.notify(mb)
+	c.exec.Load().notify(mb)
 	return nil
 }
 
@@ -338,8 +383,26 @@ func (e *Executor) recordPanic(err *PanicError) {
 	e.panicsN++
 	e.errMu.Unlock()
 	if e.cfg.OnError != nil {
-		e.cfg.OnError(err)
+		e.callOnError(err)
 	}
+}
+
+// callOnError calls Config.OnError, recovering a panic in it (which would
+// otherwise escape the worker's own recovery and end the process); that
+// panic is recorded like any other.
+func (e *Executor) callOnError(err *PanicError) {
+	defer func() {
+		if r := recover(); r != nil {
+			e.errMu.Lock()
+			if len(e.panics) < maxKeptPanics {
+				e.panics = append(e.panics, &PanicError{Value: r, Stack: debug.Stack(), Worker: err.Worker,
+					Actor: err.Actor, Message: err.Message})
+			}
+			e.panicsN++
+			e.errMu.Unlock()
+		}
+	}()
+	e.cfg.OnError(err)
 }
 
 // Live returns the number of live actors.
@@ -361,7 +424,7 @@ func (e *Executor) Stop(ctx context.Context) error {
 	if e == nil {
 		return ErrNotStarted
 	}
-	if e.current() != nil {
+	if e.inBehaviour() {
 		return ErrStopInBehaviour
 	}
 	if !e.stopCalled.CompareAndSwap(false, true) {
@@ -388,13 +451,20 @@ func (e *Executor) Stop(ctx context.Context) error {
 			continue // finished just as the context ended: a clean stop
 		}
 		e.stopping.Store(true)
+		e.forced.Store(true)
 		errs = append(errs, fmt.Errorf("%w: %d actors still alive when the context ended: %w",
 			ErrActorsAlive, e.live.Load(), context.Cause(ctx)))
 		break
 	}
 	e.shutdown.Store(true)
 	e.wakeAll()
-	e.wg.Wait()
+	if !e.waitWorkers(forcedStopGrace) {
+		// A worker is inside a behaviour that does not return. Stop does
+		// not hang with it: the worker exits when the behaviour returns,
+		// and its remaining batch is lost (it is not in the count below).
+		errs = append(errs, fmt.Errorf("%w: a worker is still running a behaviour %v after the stop; it exits when the behaviour returns",
+			ErrActorsAlive, forcedStopGrace))
+	}
 
 	var dead uint64
 	for _, w := range e.workers {
@@ -420,6 +490,32 @@ func (e *Executor) Stop(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// forcedStopGrace bounds how long a forced Stop waits for workers to leave
+// the behaviours they are running.
+const forcedStopGrace = time.Second
+
+// waitWorkers waits for every worker goroutine to exit. After a normal stop
+// they all do promptly (no actor is alive, so no behaviour runs). After a
+// forced stop a worker may be inside a long behaviour: then it gives up
+// after grace and reports false.
+func (e *Executor) waitWorkers(grace time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		e.wg.Wait()
+		close(done)
+	}()
+	if !e.forced.Load() {
+		<-done
+		return true
+	}
+	select {
+	case <-done:
+		return true
+	case <-time.After(grace):
+		return false
+	}
+}
+
 // Stats returns a snapshot of the statistics. Workers publish their private
 // counters when asked: Stats asks, then waits (up to about 10ms) for every
 // worker that is not parked to answer at the end of its current pass.
@@ -429,6 +525,9 @@ func (e *Executor) Stop(ctx context.Context) error {
 func (e *Executor) Stats() Stats {
 	s := Stats{Workers: make([]WorkerStats, len(e.workers)), Queues: len(e.mailboxes)}
 	epoch := e.statsEpoch.Add(1)
+	if w := e.current(); w != nil {
+		w.publish(epoch) // called from a behaviour: its own worker cannot answer otherwise
+	}
 	deadline := time.Now().Add(10 * time.Millisecond)
 	for i, w := range e.workers {
 		for !w.answered(epoch) && time.Now().Before(deadline) {

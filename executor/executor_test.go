@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/actord/actord/internal/copyq"
+	"github.com/actord/actord/internal/goid"
 	"github.com/actord/actord/stealing"
 )
 
@@ -24,7 +25,7 @@ func TestMailboxLockWord(t *testing.T) {
 	m := &mailbox{buf: copyq.New[envelope](2)}
 	c := &Cell{}
 	for i := 0; i < 5; i++ {
-		require.True(t, m.push(c, nil, nil, nil))
+		require.True(t, m.push(c, nil, nil, 0, 0))
 	}
 	assert.Equal(t, 5, m.queued())
 	assert.Equal(t, uint64(5), m.sentCount())
@@ -43,7 +44,7 @@ func TestMailboxLockWord(t *testing.T) {
 	assert.Zero(t, n)
 
 	// Pushes go on while it is processed; release can re-take them at once.
-	require.True(t, m.push(c, nil, nil, nil))
+	require.True(t, m.push(c, nil, nil, 0, 0))
 	for batch.PopRef() != nil {
 	}
 	batch.Reset(2)
@@ -52,7 +53,7 @@ func TestMailboxLockWord(t *testing.T) {
 	assert.Zero(t, left)
 	assert.NotZero(t, m.word.Load()&wordProcessing, "re-taken: still processing")
 
-	require.True(t, m.push(c, nil, nil, nil))
+	require.True(t, m.push(c, nil, nil, 0, 0))
 	for batch.PopRef() != nil {
 	}
 	batch.Reset(2)
@@ -62,7 +63,7 @@ func TestMailboxLockWord(t *testing.T) {
 	assert.Zero(t, m.word.Load()&wordProcessing, "released")
 
 	assert.Equal(t, 1, m.close())
-	assert.False(t, m.push(c, nil, nil, nil), "closed mailboxes refuse pushes")
+	assert.False(t, m.push(c, nil, nil, 0, 0), "closed mailboxes refuse pushes")
 	assert.Zero(t, m.word.Load()&wordLocked)
 }
 
@@ -76,7 +77,7 @@ func TestMailboxConcurrentPushes(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < each; i++ {
-				m.push(&cells[p], nil, i+1, nil)
+				m.push(&cells[p], nil, i+1, 0, 0)
 			}
 		}()
 	}
@@ -165,13 +166,23 @@ func TestCurrentRecognisesWorkers(t *testing.T) {
 	e, err := Start(Config{Workers: 3})
 	require.NoError(t, err)
 	assert.Nil(t, e.current(), "the test goroutine is not a worker")
-	seen := make(chan *worker, 1)
-	p := &probe{fn: func(*probe) Allocation { seen <- e.current(); return Finished }}
+	assert.False(t, e.inBehaviour())
+	type seenT struct {
+		w  *worker
+		in bool
+	}
+	seen := make(chan seenT, 1)
+	p := &probe{fn: func(*probe) Allocation { seen <- seenT{e.current(), e.inBehaviour()}; return Finished }}
 	require.NoError(t, e.Spawn(&p.cell, unsafe.Pointer(p), p))
 	p.send(t, &probeMsg{})
-	w := <-seen
-	require.NotNil(t, w)
-	assert.Contains(t, e.workers, w)
+	got := <-seen
+	assert.True(t, got.in, "inBehaviour works on every platform")
+	if goid.Supported {
+		require.NotNil(t, got.w)
+		assert.Contains(t, e.workers, got.w)
+	} else {
+		assert.Nil(t, got.w, "no goroutine identity: behaviours count as external senders")
+	}
 	require.NoError(t, e.Stop(context.Background()))
 	for _, w := range e.workers {
 		assert.Equal(t, workerExited, w.state.Load())

@@ -97,13 +97,13 @@ func (m *mailbox) unlock(w uint64) { m.word.Store(w) }
 
 // push appends an envelope built in place from its fields. It fails only
 // when the mailbox is closed.
-func (m *mailbox) push(c *Cell, fn unsafe.Pointer, msg any, mc *MsgCell) bool {
+func (m *mailbox) push(c *Cell, fn unsafe.Pointer, msg any, moff, want uint32) bool {
 	w := m.lock()
 	if w&wordClosed != 0 {
 		m.unlock(w)
 		return false
 	}
-	m.buf.Next().set(c, fn, msg, mc)
+	m.buf.Next().set(c, fn, msg, moff, want)
 	m.sent++
 	m.unlock(w + wordLenOne)
 	return true

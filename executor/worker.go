@@ -36,9 +36,13 @@ type worker struct {
 	// g is the worker goroutine's identity (goid.Get). Written by the
 	// worker goroutine when it starts (or resumes after runtime.Goexit);
 	// read by senders to recognise it (see Send).
-	g     atomic.Uintptr
-	rng   *rand.Rand
-	stats bool // count hot-path statistics (!Config.NoStatistics)
+	g atomic.Uintptr
+	// slowID is the goroutine id from goid.Slow, for Stop's "called from a
+	// behaviour?" check where goid.Get is not supported. Written by the
+	// worker goroutine at start and exit; read by Stop.
+	slowID atomic.Uint64
+	rng    *rand.Rand
+	stats  bool // count hot-path statistics (!Config.NoStatistics)
 
 	// Everything below, up to the padding, is touched only by the worker's
 	// own goroutine (including behaviours it runs, through Send and Spawn,
@@ -52,6 +56,7 @@ type worker struct {
 	localLimit int
 	gulped     int      // envelopes taken by the current gulp (the rest of buf came from local sends)
 	ending     *Cell    // actor whose termination hooks are running
+	endingInc  uint32   // its incarnation (state word without the kind bits)
 	given      *mailbox // during steal: the mailbox the swap gave the victim
 	taken      *mailbox // during steal: the mailbox the swap took from it
 	spawned    int      // actors this worker placed (PlaceLocal round-robin)
@@ -115,6 +120,7 @@ func (w *worker) start(errp *error) {
 	}
 	g := goid.Get()
 	w.g.Store(g)
+	w.slowID.Store(goid.Slow())
 	w.e.register(w, g)
 }
 
@@ -123,13 +129,19 @@ func (w *worker) start(errp *error) {
 // goroutine takes over the worker and finishes the batch (the panic report
 // was recorded by drainBatch).
 func (w *worker) exit() {
+	// This goroutine's identity may be reused by a new goroutine once it
+	// ends: withdraw it first (local sends and the identity table).
+	w.g.Store(0)
+	w.slowID.Store(0)
 	w.e.retire(w)
 	if !w.exitOK {
 		if !w.e.shutdown.Load() {
 			go w.resume()
 			return // thread locked and not unlocked: the runtime discards it
 		}
-		w.e.undeliver.Add(int64(w.buf.Len())) // the rest of the interrupted batch
+		n := w.buf.Len() // the rest of the interrupted batch
+		w.st.Dropped += uint64(n)
+		w.e.undeliver.Add(int64(n))
 	}
 	w.publish(w.e.statsEpoch.Load())
 	w.state.Store(workerExited)
@@ -241,9 +253,9 @@ func (w *worker) processCurrent() {
 		w.localLimit = w.gulped + e.cfg.LocalBatch
 		w.drain()
 		w.localLimit = 0
+		w.st.LocalSends += uint64(w.buf.Pushed() - w.gulped) // always: Stats.MessagesSent needs it
 		if w.stats {
 			w.st.GulpSize.Observe(uint64(w.gulped))
-			w.st.LocalSends += uint64(w.buf.Pushed() - w.gulped)
 		}
 		w.buf.Reset(e.cfg.QueueCapacity)
 		regulp := w.regulps < e.cfg.Regulps && !e.shutdown.Load()
@@ -290,27 +302,33 @@ func (w *worker) drainBatch() (done bool) {
 			return true
 		}
 		if e.shutdown.Load() {
-			// Forced stop (or stop with only dead letters left): drop the rest.
-			n := 1 + w.buf.Len()
-			w.st.Dropped += uint64(n)
-			e.undeliver.Add(int64(n))
+			// Stopping with messages left: after a normal stop (no actor
+			// alive) they are dead letters; after a forced stop, dropped.
+			n := uint64(1 + w.buf.Len())
+			if e.forced.Load() {
+				w.st.Dropped += n
+				e.undeliver.Add(int64(n))
+			} else {
+				w.st.DeadLetters += n
+			}
 			for w.buf.PopRef() != nil {
 			}
 			return true
 		}
 		// Deliver, inline (this loop is the executor's innermost): run the
-		// behaviour, then apply the message's and the actor's statuses.
+		// behaviour, then apply the actor's and the message's statuses. The
+		// actor must still be in the incarnation the envelope was sent to.
 		c := env.cell
-		if c.state.Load() != cellAlive {
+		if c.state.Load() != env.want {
 			w.st.DeadLetters++
 			continue
 		}
 		status := env.call()
-		if ms := env.mcell.status; ms != Nodelete {
-			w.messageDone(env, ms)
-		}
 		if status != Nodelete {
-			w.terminate(c, status)
+			w.terminate(c, env.want, status)
+		}
+		if mc := env.mcell(); mc.status != Nodelete {
+			w.messageDone(env, mc)
 		}
 	}
 }
@@ -318,11 +336,12 @@ func (w *worker) drainBatch() (done bool) {
 // messageDone applies a message's Delete or Destroy status: the status is
 // reset to Nodelete (so a pooled message comes back clean), then the Destroy
 // and, for Delete, Release hooks run. Finished needs no action.
-func (w *worker) messageDone(env *envelope, ms Allocation) {
+func (w *worker) messageDone(env *envelope, mc *MsgCell) {
+	ms := mc.status
 	if ms != Delete && ms != Destroy {
 		return
 	}
-	env.mcell.status = Nodelete
+	mc.status = Nodelete
 	if d, ok := env.msg.(Destroyer); ok {
 		d.Destroy()
 	}
@@ -333,23 +352,32 @@ func (w *worker) messageDone(env *envelope, ms Allocation) {
 	}
 }
 
-// terminate ends actor c with status st: later sends fail, the hooks run,
-// and the live count drops (so Stop returns only after the hooks ran).
-func (w *worker) terminate(c *Cell, st Allocation) {
-	c.state.Store(cellDead)
+// terminate ends the incarnation of actor c whose alive state word is
+// alive, with status st. In order: the state becomes ending (sends fail,
+// Spawn refuses), the Destroy hook runs, the state becomes dead (from here
+// the storage may be reused: Spawn accepts it again), the Release hook runs
+// (typically returning the object to a pool, so it must be the last use of
+// the object), and the live count drops (so Stop returns only after every
+// hook ran). After the dead store nothing here touches c or its object
+// except through the local obj passed to Release.
+func (w *worker) terminate(c *Cell, alive uint32, st Allocation) {
+	inc := alive &^ cellKindMask
+	obj := c.obj
+	c.state.Store(inc | cellEnding)
 	w.st.ActorsTerminated++
+	w.ending, w.endingInc = c, inc
 	if st == Delete || st == Destroy {
-		w.ending = c
-		if d, ok := c.obj.(Destroyer); ok {
+		if d, ok := obj.(Destroyer); ok {
 			d.Destroy()
 		}
-		if st == Delete {
-			if r, ok := c.obj.(Releaser); ok {
-				r.Release()
-			}
-		}
-		w.ending = nil
 	}
+	c.state.Store(inc | cellDead)
+	if st == Delete {
+		if r, ok := obj.(Releaser); ok {
+			r.Release()
+		}
+	}
+	w.ending = nil
 	w.e.actorGone()
 }
 
@@ -361,19 +389,20 @@ func (w *worker) recovered(r any, goexit bool) {
 	c := env.cell
 	stack := debug.Stack()
 	w.st.Panics++
+	obj := c.obj
 	switch {
-	case c == nil: // cannot happen: panics come from delivering w.env
-	case c.state.Load() == cellAlive:
-		c.state.Store(cellDead)
-		w.st.ActorsTerminated++
-		w.e.actorGone()
-	case w.ending == c: // a termination hook panicked
+	case w.ending == c:
+		// A termination hook panicked: finish that termination. If Destroy
+		// panicked the state is still ending; if Release panicked it is
+		// dead, or already a new incarnation that must not be touched.
+		c.state.CompareAndSwap(w.endingInc|cellEnding, w.endingInc|cellDead)
 		w.ending = nil
 		w.e.actorGone()
-	}
-	var obj any
-	if c != nil {
-		obj = c.obj
+	case c.state.CompareAndSwap(env.want, env.want&^cellKindMask|cellDead):
+		// The behaviour (or a message hook) panicked while this incarnation
+		// was alive: terminate it, without hooks.
+		w.st.ActorsTerminated++
+		w.e.actorGone()
 	}
 	w.e.recordPanic(&PanicError{Actor: obj, Message: env.msg, Value: r, Goexit: goexit, Stack: stack, Worker: w.id})
 }
@@ -436,12 +465,16 @@ func (w *worker) hasWork() bool {
 // Releasers and thieves follow the sender's side of the same protocol.
 func (w *worker) park() {
 	e := w.e
-	w.st.Parks++
 	w.publish(e.statsEpoch.Load()) // Stats does not wait for sleepers: publish first
-	w.state.Store(workerParked)
+	// Announce: count ourselves as a sleeper BEFORE becoming parked, so
+	// that a waker (which moves us out of parked and then decrements
+	// sleepers) can never decrement before our increment: sleepers never
+	// undercounts the parked workers, which would let a sender skip the
+	// wake-up of another sleeper.
 	e.sleepers.Add(1)
+	w.state.Store(workerParked)
 	if e.shutdown.Load() || w.hasWork() {
-		w.st.Parks-- // did not sleep
+		// Work arrived meanwhile: do not sleep.
 		if w.state.CompareAndSwap(workerParked, workerRunning) {
 			e.sleepers.Add(-1)
 		} else {
@@ -449,6 +482,8 @@ func (w *worker) park() {
 		}
 		return
 	}
+	w.st.Parks++
+	w.publish(e.statsEpoch.Load()) // with this park counted
 	start := time.Now()
 	timeout := e.cfg.ParkTimeout
 	if timeout > 0 {
@@ -483,12 +518,15 @@ func (w *worker) park() {
 }
 
 // wake moves w out of the parked state and wakes its goroutine, if it is
-// parked; otherwise it does nothing. Any goroutine may call it.
-func (w *worker) wake() {
+// parked, and reports whether it did; otherwise it does nothing. Any
+// goroutine may call it.
+func (w *worker) wake() bool {
 	if w.state.Load() == workerParked && w.state.CompareAndSwap(workerParked, workerWoken) {
 		w.e.sleepers.Add(-1)
 		w.ev.Wake(&w.state)
+		return true
 	}
+	return false
 }
 
 // wakeThief wakes one parked worker (the first after w in worker order) so
@@ -512,8 +550,7 @@ func (w *worker) wakeThief() {
 	ws := w.e.workers
 	for k := 1; k < len(ws); k++ {
 		o := ws[(w.id+k)%len(ws)]
-		if o.state.Load() == workerParked {
-			o.wake()
+		if o.wake() {
 			w.st.StealWakeups++
 			return
 		}

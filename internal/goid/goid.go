@@ -17,5 +17,27 @@
 // every sender as external, which is correct but forgoes the local fast path.
 package goid
 
+import (
+	"bytes"
+	"runtime"
+)
+
 // Supported reports whether Get returns real identities on this platform.
 const Supported = supported
+
+// Slow returns the calling goroutine's id as the runtime prints it in stack
+// traces ("goroutine 42 [running]"). It works on every platform but costs a
+// stack dump (microseconds): for rare checks where Get is not supported.
+func Slow() uint64 {
+	var buf [64]byte
+	b := buf[:runtime.Stack(buf[:], false)]
+	b = bytes.TrimPrefix(b, []byte("goroutine "))
+	var id uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			break
+		}
+		id = id*10 + uint64(c-'0')
+	}
+	return id
+}

@@ -1,60 +1,244 @@
-// Command actord runs actor workloads on actord's executor and reports their
-// throughput and the executor's statistics.
+// Command actord runs an actor workload on actord's executor and serves the
+// executor's statistics as Prometheus metrics, with Go profiles and a health
+// check, until it is signalled.
 //
-// With no flags it runs the executor benchmark (4,000 actors in groups of
-// 100 messaging each other) repeatedly for 5 seconds on one worker per
-// GOMAXPROCS, then prints messages per second and the statistics.
+//	go run ./cmd/actord                       # the mixed demo load on 127.0.0.1:9464
+//	curl -s 127.0.0.1:9464/metrics | grep ^actord_
+//	go run ./cmd/actord -workload balance-one -steal none
+//
+// Endpoints: /metrics (Prometheus; package metrics lists the metrics),
+// /debug/pprof/ (net/http/pprof), /healthz (200 while the workload runs,
+// 503 while starting or stopping). SIGINT or SIGTERM stops the workload
+// gracefully: the mixed workload terminates its actors with poison pills in
+// an order that leaves no message undelivered and stops its system; a
+// benchmark workload finishes its current run. The final statistics, and
+// Stop's error if any, are logged (log/slog); the exit status is 0 only if
+// the stop was clean. A second signal kills the process at once.
+//
+// Run `actord -h` for the flags and workloads; every flag has an environment
+// variable (ACTORD_LISTEN, ACTORD_WORKERS, ...). dashboards/README.md shows
+// how to watch it in Grafana.
 package main
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
 	"os"
+	"os/signal"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
-	"github.com/actord/actord/actor"
-	"github.com/actord/actord/bench"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/actord/actord/executor"
+	"github.com/actord/actord/metrics"
 )
 
 func main() {
-	workers := flag.Int("workers", 0, "worker threads (0: GOMAXPROCS)")
-	duration := flag.Duration("duration", 5*time.Second, "how long to run")
-	flag.Parse()
-
-	sz := bench.ExecutorDefault()
-	var total executor.WorkerStats
-	var sent uint64
-	msgs, runs := 0, 0
-	start := time.Now()
-	for time.Since(start) < *duration {
-		sys, err := actor.Start(actor.WithWorkers(*workers))
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "actord:", err)
-			os.Exit(1)
-		}
-		if err := bench.Executor(sys, sz); err != nil {
-			fmt.Fprintln(os.Stderr, "actord:", err)
-			os.Exit(1)
-		}
-		st := sys.Stats()
-		t := st.Total()
-		addStats(&total, &t)
-		sent += st.MessagesSent
-		msgs += sz.Messages()
-		runs++
-	}
-	el := time.Since(start)
-	fmt.Printf("executor workload: %d runs, %d messages in %v: %.1f million messages/s\n",
-		runs, msgs, el.Round(time.Millisecond), float64(msgs)/el.Seconds()/1e6)
-	fmt.Printf("messages sent %d, processed %d, local sends %d\n", sent, total.MessagesProcessed(), total.LocalSends)
-	fmt.Printf("gulps %d (mean size %.1f), missed gulps %d\n", total.GulpSize.Count, total.GulpSize.Mean(), total.MissedGulps)
-	fmt.Printf("steal attempts %d, steals %d, messages stolen %d\n", total.StealAttempts, total.Steals(), total.StealSize.Sum)
-	fmt.Printf("parks %d, wake-ups by sender %d / by timeout %d, time parked %v\n",
-		total.Parks, total.WakeupsBySender, total.WakeupsByTimeout, total.ParkedTime.Round(time.Millisecond))
+	os.Exit(run(context.Background(), os.Args[1:], os.Getenv, os.Stderr, nil))
 }
 
-func addStats(t, s *executor.WorkerStats) {
-	st := executor.Stats{Workers: []executor.WorkerStats{*t, *s}}
-	*t = st.Total()
+// run is the whole program, minus os.Exit: it returns the exit status.
+// ready, if not nil, is called with the address being served once the
+// workload has started.
+func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, ready func(addr string)) int {
+	cfg, err := parseConfig(args, getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	log := cfg.newLogger(stderr)
+
+	ctx, stopSignals := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stopSignals()
+	if cfg.duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cfg.duration)
+		defer cancel()
+	}
+
+	coll := metrics.NewCollector()
+	wm := metrics.NewWorkload(cfg.workload)
+	reg, err := metrics.NewRegistry(coll, wm)
+	if err != nil {
+		log.Error("metrics registry", "err", err)
+		return 1
+	}
+	ln, err := net.Listen("tcp", cfg.listen)
+	if err != nil {
+		log.Error("cannot listen", "err", err)
+		return 1
+	}
+	var healthy atomic.Bool // true while the workload runs; written by run, read by /healthz
+	srv := &http.Server{Handler: newMux(reg, &healthy), ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	addr := ln.Addr().String()
+
+	w := &workload{cfg: cfg, coll: coll, wm: wm, log: log}
+	log.Info("actord started", "listen", addr, "metrics", "http://"+addr+"/metrics",
+		"workload", cfg.workload, "workers", workersOf(cfg), "queues_per_worker", cfg.queuesPerWorker,
+		"steal", cfg.steal.String(), "size", cfg.size, "rate", cfg.rate, "duration", cfg.duration, "gomaxprocs", runtime.GOMAXPROCS(0))
+	started := time.Now()
+	healthy.Store(true)
+	if ready != nil {
+		ready(addr)
+	}
+
+	var wg sync.WaitGroup
+	reportCtx, stopReport := context.WithCancel(ctx)
+	if cfg.report > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			report(reportCtx, log, coll, wm, cfg.report)
+		}()
+	}
+
+	runErr := w.run(ctx)
+	stopSignals() // from now on a second signal kills the process
+	healthy.Store(false)
+	stopReport()
+	wg.Wait()
+	if ctx.Err() == nil && runErr == nil {
+		runErr = errors.New("actord: workload ended by itself") // cannot happen: workloads run until ctx ends
+	}
+	logFinal(log, coll, wm, time.Since(started), runErr)
+
+	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutCtx); err != nil {
+		log.Error("http shutdown", "err", err)
+	}
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Error("http server", "err", err)
+		return 1
+	}
+	if runErr != nil {
+		return 1
+	}
+	return 0
+}
+
+func workersOf(cfg config) int {
+	if cfg.workers > 0 {
+		return cfg.workers
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
+// newMux serves /metrics, /debug/pprof/, /healthz and an index page.
+func newMux(reg *prometheus.Registry, healthy *atomic.Bool) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", metrics.Handler(reg))
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if !healthy.Load() {
+			http.Error(w, "not running", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("/{$}", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, `<html><head><title>actord</title></head><body><h1>actord</h1><ul>
+<li><a href="/metrics">/metrics</a> (Prometheus)</li>
+<li><a href="/debug/pprof/">/debug/pprof/</a> (Go profiles)</li>
+<li><a href="/healthz">/healthz</a></li></ul></body></html>
+`)
+	})
+	return mux
+}
+
+// report logs a summary of the last interval every interval until ctx ends.
+func report(ctx context.Context, log *slog.Logger, coll *metrics.Collector, wm *metrics.Workload, interval time.Duration) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	prev, prevT := coll.Totals(), time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			cur := coll.Totals()
+			dt := now.Sub(prevT).Seconds()
+			p, c := prev.Total(), cur.Total()
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			log.Info("statistics",
+				"messages_per_second", int64(float64(cur.MessagesSent-prev.MessagesSent)/dt),
+				"gulps_per_second", int64(float64(c.GulpSize.Count-p.GulpSize.Count)/dt),
+				"mean_gulp", round2(gulpMean(&c.GulpSize, &p.GulpSize)),
+				"steals_per_second", int64(float64(c.Steals()-p.Steals())/dt),
+				"live_actors", cur.LiveActors, "queued_messages", cur.QueuedMessages, "parked_workers", cur.ParkedWorkers,
+				"runs", int64(counterValue(wm.Runs)), "requests", int64(counterValue(wm.Requests)),
+				"goroutines", runtime.NumGoroutine(), "heap_bytes", ms.HeapAlloc)
+			prev, prevT = cur, now
+		}
+	}
+}
+
+// gulpMean is the mean gulp size between two snapshots of a histogram.
+func gulpMean(cur, prev *executor.Histogram) float64 {
+	d := executor.Histogram{Count: cur.Count - prev.Count, Sum: cur.Sum - prev.Sum}
+	return d.Mean()
+}
+
+func round2(f float64) float64 { return float64(int64(f*100+0.5)) / 100 }
+
+// logFinal logs the process's final statistics, over every system it ran.
+func logFinal(log *slog.Logger, coll *metrics.Collector, wm *metrics.Workload, up time.Duration, runErr error) {
+	st := coll.Totals()
+	t := st.Total()
+	attrs := []any{
+		"uptime", up.Round(time.Millisecond),
+		"messages_sent", st.MessagesSent,
+		"messages_per_second", int64(float64(st.MessagesSent) / up.Seconds()),
+		"messages_processed", t.MessagesProcessed(),
+		"local_sends", t.LocalSends,
+		"gulps", t.GulpSize.Count, "mean_gulp", round2(t.GulpSize.Mean()),
+		"missed_gulps", t.MissedGulps,
+		"steal_attempts", t.StealAttempts, "steals", t.Steals(), "empty_steals", t.EmptySteals,
+		"steal_no_candidate", t.StealNoCandidate, "steal_failed_swap", t.StealFailedSwap,
+		"messages_stolen", t.StealSize.Sum,
+		"parks", t.Parks, "wakeups_by_sender", t.WakeupsBySender, "wakeups_by_timeout", t.WakeupsByTimeout,
+		"parked", t.ParkedTime.Round(time.Millisecond),
+		"actors_created", t.ActorsCreated, "actors_terminated", t.ActorsTerminated,
+		"dead_letters", t.DeadLetters, "dropped", t.Dropped, "panics", t.Panics,
+		"runs", int64(counterValue(wm.Runs)), "requests", int64(counterValue(wm.Requests)),
+	}
+	if runErr != nil {
+		log.Error("actord stopped with an error", append(attrs, "err", runErr)...)
+		return
+	}
+	log.Info("actord stopped cleanly", attrs...)
+}
+
+// counterValue reads a client_golang counter (for logging).
+func counterValue(c prometheus.Counter) float64 {
+	ch := make(chan prometheus.Metric, 1)
+	c.Collect(ch)
+	var m dto.Metric
+	if err := (<-ch).Write(&m); err != nil {
+		return 0
+	}
+	return m.GetCounter().GetValue()
 }

@@ -1,0 +1,238 @@
+package metrics
+
+import (
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/actord/actord/executor"
+)
+
+// Source is what a Collector reads statistics from. *actor.System and
+// *executor.Executor both satisfy it.
+type Source interface {
+	Stats() executor.Stats
+}
+
+// ExternalWorker is the worker label value of actors spawned from goroutines
+// that are not workers (executor.Stats.ExternalActorsCreated).
+const ExternalWorker = "external"
+
+// Collector is a prometheus.Collector exporting the statistics of the current
+// Source plus the final statistics of every Source it replaced (see the
+// package documentation). Create it with NewCollector; it is safe for
+// concurrent use.
+type Collector struct {
+	// mu serialises Attach, Totals and Collect: cur and retired change
+	// together under it, and a scrape holds it while it reads cur, so a
+	// scrape sees either the old source (not yet retired) or the new one with
+	// the old one's counts in retired, never both or neither.
+	mu      sync.Mutex
+	cur     Source         // the current source, or nil; written by Attach
+	retired executor.Stats // sum of the final statistics of replaced sources (counters only)
+	lastDur time.Duration  // duration of the latest snapshot of cur
+
+	d descs
+}
+
+type descs struct {
+	sent, processed, localSends, missed                    *prometheus.Desc
+	gulpSize, stealSize                                    *prometheus.Desc
+	stealAttempts, stealFailures, steals, emptySteals      *prometheus.Desc
+	stealWakeups, parks, wakeups, parkedSeconds            *prometheus.Desc
+	created, terminated, deadLetters, dropped, panics      *prometheus.Desc
+	live, parked, queued, workers, queues, stale, snapshot *prometheus.Desc
+}
+
+// Label names and values.
+const (
+	labelWorker = "worker"
+	labelReason = "reason"
+	labelCause  = "cause"
+
+	reasonNoCandidate = "no_candidate"
+	reasonFailedSwap  = "failed_swap"
+	causeSender       = "sender"
+	causeTimeout      = "timeout"
+)
+
+// NewCollector returns a Collector with no source: until Attach it exports
+// counters from its (empty) retired totals only and no gauges.
+func NewCollector() *Collector {
+	w := []string{labelWorker}
+	desc := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc("actord_"+name, help, labels, nil)
+	}
+	return &Collector{d: descs{
+		sent:          desc("messages_sent_total", "Messages sent to actors, poison pills included, counted system-wide (senders are not attributed to workers)."),
+		processed:     desc("messages_processed_total", "Messages whose behaviour the worker ran (pills included), taken by gulp or by local send.", w...),
+		localSends:    desc("local_sends_total", "Sends appended directly to the batch the worker was draining, bypassing the mailbox.", w...),
+		missed:        desc("missed_gulps_total", "Non-empty mailboxes the worker found being processed by another worker.", w...),
+		gulpSize:      desc("gulp_size", "Messages taken per gulp (a worker swapping a mailbox's whole queue for its empty one); _count is the number of gulps.", w...),
+		stealSize:     desc("steal_size", "Messages in each non-empty mailbox the worker stole; _count is non-empty steals, _sum messages stolen.", w...),
+		stealAttempts: desc("steal_attempts_total", "Times the worker, finding no work, tried to steal a mailbox.", w...),
+		stealFailures: desc("steal_failures_total", "Steal attempts that failed: reason=no_candidate (the victim had no waiting mailbox) or failed_swap (the wait-free swap lost a race).", labelWorker, labelReason),
+		steals:        desc("steals_total", "Successful mailbox swaps by the worker acting as a thief, empty ones included.", w...),
+		emptySteals:   desc("empty_steals_total", "Successful swaps of a mailbox that was empty by the time it was taken.", w...),
+		stealWakeups:  desc("steal_wakeups_total", "Parked workers this worker woke to steal from it because it had a backlog.", w...),
+		parks:         desc("parks_total", "Times the worker went to sleep after finding no work.", w...),
+		wakeups:       desc("wakeups_total", "Sleeps that ended: cause=sender (woken by a sender, thief or stop) or timeout (the park timeout passed).", labelWorker, labelCause),
+		parkedSeconds: desc("parked_seconds_total", "Time the worker spent asleep.", w...),
+		created:       desc("actors_created_total", "Actors spawned by behaviours running on the worker; worker=\"external\" counts actors spawned from other goroutines.", w...),
+		terminated:    desc("actors_terminated_total", "Actors terminated on the worker (allocation status or panic).", w...),
+		deadLetters:   desc("dead_letters_total", "Messages the worker dropped because their actor had terminated.", w...),
+		dropped:       desc("dropped_messages_total", "Messages dropped from the worker's batch by a forced stop.", w...),
+		panics:        desc("panics_total", "Behaviours or hooks that panicked (recovered; the actor was terminated).", w...),
+		live:          desc("live_actors", "Actors spawned and not yet terminated in the current system."),
+		parked:        desc("parked_workers", "Workers of the current system asleep at the time of the scrape."),
+		queued:        desc("queued_messages", "Messages waiting in the current system's mailboxes, not yet gulped."),
+		workers:       desc("workers", "Worker threads of the current system."),
+		queues:        desc("queues", "Mailboxes (sharded message queues) of the current system."),
+		stale:         desc("stale_workers", "Workers that did not publish fresh counters in time for this scrape (busy in a long behaviour); their previous counters are exported."),
+		snapshot:      desc("stats_snapshot_duration_seconds", "Time the latest statistics snapshot of the current system took (the scrape's cost to the workers: they publish at the end of their current pass)."),
+	}}
+}
+
+// Attach makes src the current source. The source it replaces, if any, is
+// read one last time and its counters are added to the retired totals, so
+// attach a new system after the previous one has stopped: what the previous
+// one counts after Attach is not exported. src == nil only retires the
+// current source. Attaching the current source again does nothing; attaching
+// a source that was retired before counts its statistics twice.
+func (c *Collector) Attach(src Source) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if src == c.cur {
+		return
+	}
+	if c.cur != nil {
+		st := c.cur.Stats()
+		addStats(&c.retired, &st)
+	}
+	c.cur = src
+}
+
+// Totals returns the statistics the counters report: the retired totals plus
+// a fresh snapshot of the current source, with the current source's gauges
+// (zero without one). It costs what a scrape costs.
+func (c *Collector) Totals() executor.Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, _, _ := c.totalsLocked()
+	return t
+}
+
+// totalsLocked returns retired + current, the current source's number of
+// workers, and whether there is a current source (whose gauges are then in
+// the result). c.mu must be held.
+func (c *Collector) totalsLocked() (t executor.Stats, curWorkers int, ok bool) {
+	t = executor.Stats{Workers: make([]executor.WorkerStats, len(c.retired.Workers))}
+	addStats(&t, &c.retired)
+	if c.cur == nil {
+		return t, 0, false
+	}
+	start := time.Now()
+	st := c.cur.Stats()
+	c.lastDur = time.Since(start)
+	addStats(&t, &st)
+	t.LiveActors, t.ParkedWorkers, t.QueuedMessages, t.Queues = st.LiveActors, st.ParkedWorkers, st.QueuedMessages, st.Queues
+	t.Stale = st.Stale
+	return t, len(st.Workers), true
+}
+
+// addStats adds o's counters to t, growing t.Workers as needed. Gauges are
+// not touched.
+func addStats(t, o *executor.Stats) {
+	for len(t.Workers) < len(o.Workers) {
+		t.Workers = append(t.Workers, executor.WorkerStats{})
+	}
+	for i := range o.Workers {
+		// Stats.Total sums its workers; a two-worker Stats adds one pair.
+		t.Workers[i] = executor.Stats{Workers: []executor.WorkerStats{t.Workers[i], o.Workers[i]}}.Total()
+	}
+	t.ExternalActorsCreated += o.ExternalActorsCreated
+	t.MessagesSent += o.MessagesSent
+}
+
+// Describe implements prometheus.Collector.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	d := &c.d
+	for _, x := range []*prometheus.Desc{
+		d.sent, d.processed, d.localSends, d.missed, d.gulpSize, d.stealSize,
+		d.stealAttempts, d.stealFailures, d.steals, d.emptySteals,
+		d.stealWakeups, d.parks, d.wakeups, d.parkedSeconds,
+		d.created, d.terminated, d.deadLetters, d.dropped, d.panics,
+		d.live, d.parked, d.queued, d.workers, d.queues, d.stale, d.snapshot,
+	} {
+		ch <- x
+	}
+}
+
+// Collect implements prometheus.Collector: it takes one statistics snapshot
+// of the current source (see executor.Executor.Stats for its cost) and
+// exports it added to the retired totals.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	t, curWorkers, hasCur := c.totalsLocked()
+	lastDur := c.lastDur
+	c.mu.Unlock()
+
+	d := &c.d
+	counter := func(desc *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, v, labels...)
+	}
+	gauge := func(desc *prometheus.Desc, v float64) {
+		ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v)
+	}
+	counter(d.sent, float64(t.MessagesSent))
+	counter(d.created, float64(t.ExternalActorsCreated), ExternalWorker)
+	for i := range t.Workers {
+		w := &t.Workers[i]
+		l := strconv.Itoa(i)
+		counter(d.processed, float64(w.MessagesProcessed()), l)
+		counter(d.localSends, float64(w.LocalSends), l)
+		counter(d.missed, float64(w.MissedGulps), l)
+		ch <- constHistogram(d.gulpSize, &w.GulpSize, l)
+		ch <- constHistogram(d.stealSize, &w.StealSize, l)
+		counter(d.stealAttempts, float64(w.StealAttempts), l)
+		counter(d.stealFailures, float64(w.StealNoCandidate), l, reasonNoCandidate)
+		counter(d.stealFailures, float64(w.StealFailedSwap), l, reasonFailedSwap)
+		counter(d.steals, float64(w.Steals()), l)
+		counter(d.emptySteals, float64(w.EmptySteals), l)
+		counter(d.stealWakeups, float64(w.StealWakeups), l)
+		counter(d.parks, float64(w.Parks), l)
+		counter(d.wakeups, float64(w.WakeupsBySender), l, causeSender)
+		counter(d.wakeups, float64(w.WakeupsByTimeout), l, causeTimeout)
+		counter(d.parkedSeconds, w.ParkedTime.Seconds(), l)
+		counter(d.created, float64(w.ActorsCreated), l)
+		counter(d.terminated, float64(w.ActorsTerminated), l)
+		counter(d.deadLetters, float64(w.DeadLetters), l)
+		counter(d.dropped, float64(w.Dropped), l)
+		counter(d.panics, float64(w.Panics), l)
+	}
+	if !hasCur {
+		return
+	}
+	gauge(d.live, float64(t.LiveActors))
+	gauge(d.parked, float64(t.ParkedWorkers))
+	gauge(d.queued, float64(t.QueuedMessages))
+	gauge(d.workers, float64(curWorkers))
+	gauge(d.queues, float64(t.Queues))
+	gauge(d.stale, float64(len(t.Stale)))
+	gauge(d.snapshot, lastDur.Seconds())
+}
+
+// constHistogram converts an executor histogram into a Prometheus one: the
+// executor's per-bucket counts become cumulative counts at each bucket's
+// upper bound (the last bucket is +Inf, which Prometheus takes from Count).
+func constHistogram(desc *prometheus.Desc, h *executor.Histogram, labels ...string) prometheus.Metric {
+	buckets := make(map[float64]uint64, executor.HistogramBuckets-1)
+	var cum uint64
+	for i := 0; i < executor.HistogramBuckets-1; i++ {
+		cum += h.Buckets[i]
+		buckets[executor.BucketUpperBound(i)] = cum
+	}
+	return prometheus.MustNewConstHistogram(desc, h.Count, float64(h.Sum), buckets, labels...)
+}

@@ -21,7 +21,7 @@ import (
 type PipelineResult struct {
 	Rate      float64         // requested messages per second
 	Sent      int             // messages the generator sent
-	Late      int             // sends that were more than one period behind schedule
+	Late      int             // sends more than one period behind schedule (Go's timers cannot sleep a few microseconds, so at high rates the generator sends each due batch at once; the achieved rate is what counts)
 	Wall      time.Duration   // from the first send to the last receive
 	CPU       time.Duration   // process user+system time over the run
 	Latencies []time.Duration // per message, sorted

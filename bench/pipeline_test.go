@@ -43,5 +43,4 @@ func reportPipeline(b *testing.B, r PipelineResult) {
 	b.ReportMetric(us(Quantile(r.Latencies, 1)), "max-us")
 	b.ReportMetric(r.Achieved(), "msg/s")
 	b.ReportMetric(r.CPUPercent(), "cpu-%")
-	b.ReportMetric(float64(r.Late), "late-sends")
 }

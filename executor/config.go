@@ -100,7 +100,8 @@ type Config struct {
 	// ParkTimeoutMax caps the doubling of ParkTimeout. 0 means
 	// DefaultParkTimeoutMax (or ParkTimeout if that is larger).
 	ParkTimeoutMax time.Duration
-	// Event selects the sleep primitive (futex on Linux by default).
+	// Event selects the sleep primitive: event.KindChan (the default) or
+	// event.KindFutex (see package internal/event for the measurements).
 	Event event.Kind
 	// NoStatistics turns statistics counting off on the workers' hot paths
 	// (creations, terminations and parking are still counted).

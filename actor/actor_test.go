@@ -3,7 +3,9 @@ package actor_test
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -19,7 +21,17 @@ import (
 	"github.com/actord/actord/stealing"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain checks, after the tests, that no goroutine outlives its system's
+// Stop. Not when fuzzing (go test -fuzz): the fuzzing engine's own
+// goroutines may still be running when m.Run returns in the coordinating
+// process.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if f := flag.Lookup("test.fuzz"); f != nil && f.Value.String() != "" {
+		os.Exit(m.Run())
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // start starts a system and stops it at the end of the test, requiring a clean stop.
 func start(t *testing.T, opts ...actor.Option) *actor.System {

@@ -56,6 +56,15 @@ type Config struct {
 	// It must be at least Workers: a worker without a mailbox could never
 	// receive work. 0 means Workers*QueuesPerWorker.
 	Queues int
+	// SpareQueues is the number of spare mailboxes per worker: mailboxes on
+	// which no actor is ever placed, so they never hold messages. A thief
+	// gives the victim one of its spares in exchange for the queue it steals
+	// when it has one, instead of one of its own queues (whose actors would
+	// then wait for the victim, which may be stuck in a long behaviour).
+	// Spares travel between workers with the swaps; each costs a pass one
+	// load. 0 means as many as the worker's queues (enough to take all of a
+	// stuck worker's queues without giving any back); negative means none.
+	SpareQueues int
 	// QueueCapacity is the initial capacity (in envelopes) of every copy
 	// queue, and the floor below which reclamation never shrinks one.
 	// 0 means DefaultQueueCapacity.
@@ -131,6 +140,12 @@ func (c Config) resolved() (Config, error) {
 	if c.Queues < c.Workers {
 		return c, fmt.Errorf("%w: %d queues for %d workers: every worker needs at least one queue",
 			ErrConfig, c.Queues, c.Workers)
+	}
+	if c.SpareQueues == 0 {
+		c.SpareQueues = (c.Queues + c.Workers - 1) / c.Workers
+	}
+	if c.SpareQueues < 0 || c.Workers == 1 {
+		c.SpareQueues = 0 // a single worker never steals
 	}
 	if c.QueueCapacity == 0 {
 		c.QueueCapacity = DefaultQueueCapacity

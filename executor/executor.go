@@ -27,6 +27,9 @@ type Executor struct {
 	// mailboxes is the actors' array: actor with ticket t sends into
 	// mailboxes[t % len]. Never changes after Start.
 	mailboxes []*mailbox
+	// spares are the spare mailboxes (Config.SpareQueues per worker), in no
+	// actor's reach; they live in the slots like the others.
+	spares []*mailbox
 	// slots is the workers' array: worker i scans slots[workers[i].lo:hi].
 	// Thieves permute it with stealing.TrySwap; nil marks a slot in the
 	// middle of a swap (see package stealing).
@@ -113,7 +116,8 @@ func Start(cfg Config) (*Executor, error) {
 	e := &Executor{
 		cfg:       cfg,
 		mailboxes: make([]*mailbox, cfg.Queues),
-		slots:     make([]atomic.Pointer[mailbox], cfg.Queues),
+		spares:    make([]*mailbox, cfg.SpareQueues*cfg.Workers),
+		slots:     make([]atomic.Pointer[mailbox], cfg.Queues+cfg.SpareQueues*cfg.Workers),
 		workers:   make([]*worker, cfg.Workers),
 		zero:      make(chan struct{}, 1),
 		epoch:     time.Now(),
@@ -128,21 +132,30 @@ func Start(cfg Config) (*Executor, error) {
 	e.gtab = make([]atomic.Pointer[gentry], tab)
 	e.gmask = uintptr(tab - 1)
 	for i := range e.mailboxes {
-		m := &mailbox{index: i, buf: copyq.New[envelope](cfg.QueueCapacity)}
-		e.mailboxes[i] = m
-		e.slots[i].Store(m)
+		e.mailboxes[i] = &mailbox{index: i, buf: copyq.New[envelope](cfg.QueueCapacity)}
 	}
+	for i := range e.spares {
+		e.spares[i] = &mailbox{index: cfg.Queues + i, spare: true}
+	}
+	// Worker i's slot range holds its share of the real mailboxes (a
+	// contiguous run of tickets, as the chapter assigns them) followed by
+	// its spares.
+	lo := 0
 	for i := range e.workers {
-		lo, hi := i*cfg.Queues/cfg.Workers, (i+1)*cfg.Queues/cfg.Workers
+		real := e.mailboxes[i*cfg.Queues/cfg.Workers : (i+1)*cfg.Queues/cfg.Workers]
+		spares := e.spares[i*cfg.SpareQueues : (i+1)*cfg.SpareQueues]
+		hi := lo + len(real) + len(spares)
 		w := newWorker(e, i, lo, hi)
 		if cpus != nil {
 			w.cpu = cpus[i%len(cpus)]
 		}
-		for s := lo; s < hi; s++ {
-			e.mailboxes[s].owner.Store(w)
+		for k, m := range append(real[:len(real):len(real)], spares...) {
+			e.slots[lo+k].Store(m)
+			m.owner.Store(w)
 			e.slotWorker = append(e.slotWorker, w)
 		}
 		e.workers[i] = w
+		lo = hi
 	}
 	var ready sync.WaitGroup
 	ready.Add(cfg.Workers)
@@ -253,15 +266,15 @@ func (e *Executor) Spawn(c *Cell, self unsafe.Pointer, obj any) error {
 		return ErrStopped
 	}
 	w := e.current()
+	var mb *mailbox
 	if w != nil && e.cfg.Placement == PlaceLocal {
-		// The worker's next own slot, round-robin. Its own slots are nil only
-		// during its own swaps, and a behaviour never runs inside one.
-		c.mb.Store(e.slots[w.lo+w.spawned%(w.hi-w.lo)].Load())
-		w.spawned++
-	} else {
-		t := e.ticket.Add(1) - 1
-		c.mb.Store(e.mailboxes[t%uint64(len(e.mailboxes))])
+		mb = w.nextLocal()
 	}
+	if mb == nil {
+		t := e.ticket.Add(1) - 1
+		mb = e.mailboxes[t%uint64(len(e.mailboxes))]
+	}
+	c.mb.Store(mb)
 	c.exec.Store(e)
 	c.self = self
 	c.obj = obj
@@ -476,6 +489,9 @@ func (e *Executor) Stop(ctx context.Context) error {
 	for _, m := range e.mailboxes {
 		queued += int64(m.close())
 	}
+	for _, m := range e.spares {
+		m.close()
+	}
 	dropped := e.undeliver.Load()
 	e.errMu.Lock()
 	errs = append(errs, e.panics...)
@@ -523,7 +539,7 @@ func (e *Executor) waitWorkers(grace time.Duration) bool {
 // with their previously published counters. Safe to call while running and
 // after Stop.
 func (e *Executor) Stats() Stats {
-	s := Stats{Workers: make([]WorkerStats, len(e.workers)), Queues: len(e.mailboxes)}
+	s := Stats{Workers: make([]WorkerStats, len(e.workers)), Queues: len(e.mailboxes), SpareQueues: len(e.spares)}
 	epoch := e.statsEpoch.Add(1)
 	if w := e.current(); w != nil {
 		w.publish(epoch) // called from a behaviour: its own worker cannot answer otherwise

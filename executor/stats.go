@@ -65,7 +65,7 @@ func (h *Histogram) add(o *Histogram) {
 // with plain (non-atomic) increments and publishes it on request (see
 // Executor.Stats), so counting costs the hot path no atomic instruction.
 type WorkerStats struct {
-	ActorsCreated    uint64 // actors spawned by behaviours running on this worker
+	ActorsCreated    uint64 // actors spawned by behaviours running on this worker (Stats.Total adds the external ones)
 	ActorsTerminated uint64 // actors terminated (allocation status or panic) on this worker
 	LocalSends       uint64 // sends appended directly to the batch this worker was draining
 	DeadLetters      uint64 // messages dropped because their actor had terminated
@@ -143,15 +143,17 @@ type Stats struct {
 	LiveActors     int64 // spawned and not yet terminated
 	ParkedWorkers  int   // workers asleep at the time of the snapshot
 	QueuedMessages int   // messages waiting in mailboxes (not yet gulped)
-	Queues         int   // number of mailboxes
+	Queues         int   // number of mailboxes actors are placed on
+	SpareQueues    int   // number of spare mailboxes (see Config.SpareQueues)
 	// Stale lists workers that did not publish fresh counters in time
 	// (typically because they were inside a long behaviour); their entries
 	// hold their latest published values.
 	Stale []int
 }
 
-// Total returns the sum over workers, with external creations added to
-// ActorsCreated.
+// Total returns the sum over workers. Its ActorsCreated also includes
+// ExternalActorsCreated (so it counts every actor created; do not add
+// ExternalActorsCreated again).
 func (s Stats) Total() WorkerStats {
 	var t WorkerStats
 	for i := range s.Workers {

@@ -184,7 +184,10 @@ func (w *worker) loop() {
 			w.idleWakes = 0
 			continue
 		}
-		if idle >= e.cfg.SpinPasses {
+		// A thief watching a candidate (see steal) does not park before the
+		// candidate has aged or been served: otherwise a parked thief would
+		// take only one mailbox per park timeout from a stuck worker.
+		if idle >= e.cfg.SpinPasses && w.cand == nil {
 			w.park()
 			idle = 0
 		}
@@ -652,14 +655,44 @@ func (e *Executor) slotOf(mb *mailbox, thief *worker) int {
 	return -1
 }
 
-// trySteal swaps victim slot i (where the candidate was found) with a
-// random slot of w's own. The swap takes whatever slot i holds at that
+// nextLocal returns the next of w's own mailboxes, round-robin, that is not
+// a spare, for PlaceLocal; nil if all of w's slots hold spares. Own slots
+// are nil only during w's own swaps, and a behaviour never runs inside one.
+func (w *worker) nextLocal() *mailbox {
+	span := w.hi - w.lo
+	for k := 0; k < span; k++ {
+		mb := w.e.slots[w.lo+w.spawned%span].Load()
+		w.spawned++
+		if !mb.spare {
+			return mb
+		}
+	}
+	return nil
+}
+
+// giveSlot returns the own slot to give the victim in a swap: a spare if w
+// holds one (the victim gets nothing to do, and none of w's actors end up
+// waiting for a victim that may be stuck), else a random own slot.
+func (w *worker) giveSlot() int {
+	span := w.hi - w.lo
+	start := w.rng.IntN(span)
+	for k := 0; k < span; k++ {
+		i := w.lo + (start+k)%span
+		if mb := w.e.slots[i].Load(); mb != nil && mb.spare {
+			return i
+		}
+	}
+	return w.lo + start
+}
+
+// trySteal swaps victim slot i (where the candidate was found) with a slot
+// of w's own (see giveSlot). The swap takes whatever slot i holds at that
 // moment (usually the candidate; recorded by the Taking hook), and the
 // victim is the worker that owns slot i's range, which never changes.
 func (w *worker) trySteal(i int) bool {
 	e := w.e
 	vw := e.slotWorker[i]
-	mine := w.lo + w.rng.IntN(w.hi-w.lo)
+	mine := w.giveSlot()
 	if !stealing.TrySwapHooked(e.slots, i, mine, stealHooks{thief: w, victim: vw}) {
 		w.st.StealFailedSwap++
 		return false

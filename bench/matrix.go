@@ -37,8 +37,14 @@ func MatrixDefault() int {
 	return 512
 }
 
-// row computes row i of Z (the same inner loop for every system).
-func (m *Matrices) row(i int) {
+// Row computes row i of Z. Every system (actord, goroutines, the peers in
+// bench/compare) calls this one function, not inlined: inlined at different
+// call sites, the same loop was measured to run at very different speeds
+// (41 ms at one site, 76 ms at another), which would make the comparison
+// about code placement instead of scheduling.
+//
+//go:noinline
+func (m *Matrices) Row(i int) {
 	n := m.N
 	z := m.Z[i*n : (i+1)*n]
 	clear(z)
@@ -60,7 +66,7 @@ type rowMsg struct {
 }
 
 func (*rowActor) compute(r *rowMsg) actor.Allocation {
-	r.m.row(r.i)
+	r.m.Row(r.i)
 	return actor.Finished
 }
 
@@ -91,7 +97,7 @@ func MatrixChan(m *Matrices) {
 		ch := make(chan int, 1)
 		go func() {
 			defer wg.Done()
-			m.row(<-ch)
+			m.Row(<-ch)
 		}()
 		ch <- i
 	}

@@ -69,11 +69,11 @@ func (p *pipeStage) forward(m *pipeMsg) actor.Allocation {
 	return actor.Nodelete
 }
 
-// paceSends calls send(i) for i = 0..n-1 at rate per second, keeping to the
+// PaceSends calls send(i) for i = 0..n-1 at rate per second, keeping to the
 // schedule start + i/rate: it sleeps when ahead, and sends at once (counting
 // a late send) when more than one period behind. Go's timers cannot sleep
 // for a few microseconds, so at high rates it sends each due batch together.
-func paceSends(n int, rate float64, send func(i int)) (late int) {
+func PaceSends(n int, rate float64, send func(i int)) (late int) {
 	period := time.Duration(float64(time.Second) / rate)
 	start := time.Now()
 	for i := 0; i < n; i++ {
@@ -106,7 +106,7 @@ func Pipeline(sys *actor.System, stages int, rate float64, n int) (PipelineResul
 	cpu0 := CPUTime()
 	t0 := time.Now()
 	var sendErr error
-	late := paceSends(n, rate, func(i int) {
+	late := PaceSends(n, rate, func(i int) {
 		m := &msgs[i]
 		m.seq = i
 		m.sent = time.Now()
@@ -154,7 +154,7 @@ func PipelineChan(stages int, rate float64, n int) PipelineResult {
 	msgs := make([]pipeMsg, n)
 	cpu0 := CPUTime()
 	t0 := time.Now()
-	late := paceSends(n, rate, func(i int) {
+	late := PaceSends(n, rate, func(i int) {
 		m := &msgs[i]
 		m.seq = i
 		m.sent = time.Now()

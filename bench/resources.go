@@ -1,7 +1,10 @@
 package bench
 
 import (
+	"os"
 	"runtime/metrics"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,13 +21,26 @@ func CPUTime() time.Duration {
 }
 
 // PeakRSS returns the process's peak resident set size so far, in bytes
-// (the high-water mark over the whole process lifetime).
+// (the high-water mark over the whole process lifetime), from VmHWM in
+// /proc/self/status. (getrusage's ru_maxrss is not used: Linux carries the
+// parent's value into a child across fork and exec, so a fresh child
+// process can report its parent's peak.) It returns 0 where /proc is not
+// available.
 func PeakRSS() int64 {
-	var ru unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
 		return 0
 	}
-	return int64(ru.Maxrss) * 1024 // Linux reports kilobytes
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				return 0
+			}
+			return kb * 1024
+		}
+	}
+	return 0
 }
 
 // MemorySampler records the peak of the Go runtime's total mapped memory

@@ -1,0 +1,616 @@
+// Package compare runs the benchmark programs of package bench side by side
+// on actord (with each stealing heuristic where stealing matters), on
+// goroutines with channels (package bench's versions), on protoactor-go
+// (package protoactor) and on hollywood (package hollywood), so that every
+// figure can be read as a ratio between systems measured in the same run.
+//
+// Programs lists the programs; Program.Run runs one of them once on one
+// system and measures it. The benchmarks in this package's tests and the
+// runner in cmd/benchrun both go through Run. Run does not set GOMAXPROCS:
+// the caller does (the runner starts a process per run with GOMAXPROCS set
+// to the worker count; `go test -bench` has -cpu), and actord is started
+// with as many workers.
+//
+// This package links both peers, which register conflicting protobuf
+// files; package internal/protoconflict, imported here, makes that work
+// without any environment variable (see its documentation).
+package compare
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/actord/actord/actor"
+	"github.com/actord/actord/bench"
+	"github.com/actord/actord/bench/compare/hollywood"
+	_ "github.com/actord/actord/bench/compare/internal/protoconflict" // before the peers' init: see its doc
+	"github.com/actord/actord/bench/compare/protoactor"
+	"github.com/actord/actord/stealing"
+)
+
+// System names.
+const (
+	Actord        = "actord"         // actord, default stealing heuristic (longest victim)
+	ActordNoSteal = "actord-nosteal" // actord without stealing
+	ActordRandom  = "actord-random"  // actord, random victim
+	Chan          = "chan"           // goroutines and buffered channels
+	ProtoActor    = "protoactor"     // github.com/asynkron/protoactor-go
+	Hollywood     = "hollywood"      // github.com/anthdm/hollywood
+)
+
+// Systems lists every system name, in display order.
+var Systems = []string{Actord, ActordNoSteal, ActordRandom, Chan, ProtoActor, Hollywood}
+
+// Peers are the systems other than actord's variants.
+var Peers = []string{Chan, ProtoActor, Hollywood}
+
+var (
+	actordOnly  = []string{Actord, ActordNoSteal, ActordRandom}
+	allSystems  = []string{Actord, Chan, ProtoActor, Hollywood}
+	allStealing = Systems
+)
+
+// Mode selects the programs' sizes.
+type Mode string
+
+const (
+	// Quick: tiny sizes, for a smoke test of the whole suite.
+	Quick Mode = "quick"
+	// Default: package bench's default sizes, or the chapter's full sizes
+	// when the environment has ACTORD_BENCH_FULL=1.
+	Default Mode = "default"
+)
+
+// PipelineSize is one constant-rate pipeline configuration.
+type PipelineSize struct {
+	Stages int
+	Rate   float64 // messages per second
+	N      int     // messages
+}
+
+// Sizes holds every program's size for one mode and worker count.
+type Sizes struct {
+	Static, Dynamic             int // messages (hops)
+	Executor                    bench.ExecutorSize
+	Repeat                      bench.RepeatSize
+	Matrix                      int // matrix order
+	Balance                     bench.BalanceSize
+	CycleBusy, CycleIdle        bench.CycleSize
+	Churn                       bench.ChurnSize
+	LocalityNoshare, LocalShare bench.ChurnSize
+	PipelineLow, PipelineHigh   PipelineSize
+	TransferSpin, TransferProbe time.Duration
+	LeaderTransfers             int           // transfer-leader: transfers per run
+	LeaderTimeout               time.Duration // transfer-leader: a transfer slower than this did not complete
+}
+
+// SizesFor returns the sizes for mode on workers workers.
+func SizesFor(mode Mode, workers int) Sizes {
+	workers = max(workers, 1)
+	if mode == Quick {
+		return Sizes{
+			Static:          100_000,
+			Dynamic:         5_000,
+			Executor:        bench.ExecutorSize{Actors: 400, Set: 20, Rounds: 3},
+			Repeat:          bench.RepeatSize{Servers: 500, Rounds: 3},
+			Matrix:          64,
+			Balance:         bench.BalanceSize{Working: 128, Set: 16, Rounds: 2},
+			CycleBusy:       bench.CycleSize{Rings: 100 * workers, RingSize: 5, Hops: max(50_000/(100*workers), 5)},
+			CycleIdle:       bench.CycleSize{Rings: workers, RingSize: 5, Hops: max(10_000/workers, 5)},
+			Churn:           bench.ChurnSize{Clients: 20 * workers, Spots: 10 * workers, Iterations: 50},
+			LocalityNoshare: bench.ChurnSize{Clients: 20 * workers, Spots: 10 * workers, Iterations: 50, Words: 2048, Cells: 64},
+			LocalShare:      bench.ChurnSize{Clients: 20 * workers, Spots: 10 * workers, Iterations: 50, Words: 2048, Cells: 64, Share: true},
+			PipelineLow:     PipelineSize{Stages: 12, Rate: 1000, N: 50},
+			PipelineHigh:    PipelineSize{Stages: 12, Rate: 100_000, N: 5000},
+			TransferSpin:    20 * time.Millisecond,
+			TransferProbe:   100 * time.Microsecond,
+			LeaderTransfers: 3,
+			LeaderTimeout:   5 * time.Second,
+		}
+	}
+	full := bench.Full()
+	scale := 1
+	if full {
+		scale = 10
+	}
+	s := Sizes{
+		Static:          10_000_000,
+		Dynamic:         100_000,
+		Executor:        bench.ExecutorDefault(),
+		Repeat:          bench.RepeatDefault(),
+		Matrix:          bench.MatrixDefault(),
+		Balance:         bench.BalanceDefault(),
+		CycleBusy:       bench.CycleDefault(workers, true),
+		CycleIdle:       bench.CycleDefault(workers, false),
+		Churn:           bench.ChurnDefault(workers),
+		LocalityNoshare: bench.LocalityDefault(workers, false),
+		LocalShare:      bench.LocalityDefault(workers, true),
+		PipelineLow:     PipelineSize{Stages: 12, Rate: 1000, N: 1000 * scale},
+		PipelineHigh:    PipelineSize{Stages: 12, Rate: 100_000, N: 100_000 * scale},
+		TransferSpin:    100 * time.Millisecond,
+		TransferProbe:   100 * time.Microsecond,
+		LeaderTransfers: 30,
+		LeaderTimeout:   5 * time.Second, // the chapter's
+	}
+	if full {
+		// The chapter's counts: 100 M static sends; 2 M dynamic sends (what
+		// it ran the peers with; actord alone could do 20 M). 10,000 leader
+		// transfers (we measured about 0.1 s per transfer on 2 workers, so
+		// more would take hours).
+		s.Static, s.Dynamic, s.LeaderTransfers = 100_000_000, 2_000_000, 10_000
+	}
+	return s
+}
+
+// Result is what one run of a program on one system measured.
+type Result struct {
+	Wall      time.Duration      // the program, from its first spawn to its last actor's termination
+	Actors    int                // actors (goroutines for chan) the program created
+	Messages  int                // messages sent (the pipeline: by the generator)
+	Queues    int                // actord: its mailboxes; the others: one mailbox (channel) per actor
+	Heuristic string             // actord's stealing heuristic; "go" (the Go scheduler's) for the others
+	Metrics   map[string]float64 // program-specific figures (see Program.Metric)
+}
+
+// Metric is the figure a program is judged by.
+type Metric struct {
+	Name  string // short, with its unit, e.g. "ns/msg"
+	Label string // for axes, e.g. "time per message (ns)"
+	Lower bool   // lower is better
+	// Key is the Result.Metrics key holding it; "" for derived metrics
+	// (ns/msg, runtime, msg/s), computed from Wall and Messages.
+	Key string
+}
+
+// Value returns m's value for r.
+func (m Metric) Value(r Result) float64 {
+	switch m.Name {
+	case "ns/msg":
+		return float64(r.Wall.Nanoseconds()) / float64(max(r.Messages, 1))
+	case "runtime-s":
+		return r.Wall.Seconds()
+	case "msg/s":
+		return float64(r.Messages) / r.Wall.Seconds()
+	}
+	return r.Metrics[m.Key]
+}
+
+var (
+	nsPerMsg = Metric{Name: "ns/msg", Label: "time per message (ns)", Lower: true}
+	runtime_ = Metric{Name: "runtime-s", Label: "runtime (s)", Lower: true}
+	msgPerS  = Metric{Name: "msg/s", Label: "messages per second"}
+	opsPerS  = Metric{Name: "ops/s", Label: "operations per second", Key: "ops/s"}
+	p99      = Metric{Name: "p99-us", Label: "99th percentile latency (µs)", Lower: true, Key: "p99-us"}
+	perLead  = Metric{Name: "us/transfer", Label: "time per leader transfer (µs)", Lower: true, Key: "us/transfer"}
+	behind99 = Metric{Name: "behind-p99-ms", Label: "99th percentile delay behind the spinner (ms)", Lower: true, Key: "behind-p99-ms"}
+)
+
+// Program is one benchmark program.
+type Program struct {
+	Name    string
+	Doc     string
+	Metric  Metric
+	Systems []string // systems it runs on, in display order
+	// MinWorkers is the fewest workers the program can run with (0: any).
+	MinWorkers int
+	run        func(system string, workers int, sz Sizes) (Result, error)
+}
+
+// Run runs p once on system with workers workers (see the package doc for
+// GOMAXPROCS) at sizes sz, and checks what it computed.
+func (p *Program) Run(system string, workers int, sz Sizes) (Result, error) {
+	if !slices.Contains(p.Systems, system) {
+		return Result{}, fmt.Errorf("compare: program %s does not run on system %q (it runs on %v)", p.Name, system, p.Systems)
+	}
+	if workers < p.MinWorkers {
+		return Result{}, fmt.Errorf("compare: program %s needs at least %d workers", p.Name, p.MinWorkers)
+	}
+	r, err := p.run(system, workers, sz)
+	if err != nil {
+		return r, fmt.Errorf("%s on %s: %w", p.Name, system, err)
+	}
+	if r.Heuristic == "" {
+		r.Heuristic = "go"
+	}
+	if r.Queues == 0 {
+		r.Queues = r.Actors
+	}
+	return r, nil
+}
+
+// Lookup returns the program named name, or nil.
+func Lookup(name string) *Program {
+	for _, p := range Programs {
+		if p.Name == name {
+			return p
+		}
+	}
+	return nil
+}
+
+// Programs lists every program, in display order.
+var Programs = []*Program{
+	{Name: "static", Metric: nsPerMsg, Systems: allSystems, run: runStatic,
+		Doc: "static send: one actor re-sends one preallocated message to itself"},
+	{Name: "dynamic", Metric: nsPerMsg, Systems: allSystems, run: runDynamic,
+		Doc: "dynamic send: each receive spawns an actor, sends it a new message and terminates"},
+	{Name: "executor", Metric: runtime_, Systems: allStealing, run: runExecutor,
+		Doc: "executor: actors in groups send one shared message round-robin within the group"},
+	{Name: "repeat", Metric: runtime_, Systems: allStealing, run: runRepeat,
+		Doc: "repeat: one client scatters to many servers and gathers their replies, round after round"},
+	{Name: "matrix", Metric: runtime_, Systems: allSystems, run: runMatrix,
+		Doc: "matrix: one actor per row of Z = X*Y (compute-bound)"},
+	{Name: "balance-one", Metric: runtime_, Systems: actordOnly, run: runBalance(bench.BalanceOne),
+		Doc: "balance-one: all the work on worker 0's queues (stealing must spread it)"},
+	{Name: "balance-multi", Metric: runtime_, Systems: actordOnly, run: runBalance(bench.BalanceMulti),
+		Doc: "balance-multi: the work on every other worker's queues"},
+	{Name: "cycle", Metric: msgPerS, Systems: allSystems, run: runCycle(func(s Sizes) bench.CycleSize { return s.CycleBusy }),
+		Doc: "cycle: rings of 5 actors passing a token, 100 rings per worker"},
+	{Name: "cycle-idle", Metric: msgPerS, Systems: allSystems, run: runCycle(func(s Sizes) bench.CycleSize { return s.CycleIdle }),
+		Doc: "cycle, near idle: one ring of 5 per worker"},
+	{Name: "churn", Metric: opsPerS, Systems: allSystems, run: runChurn(func(s Sizes) bench.ChurnSize { return s.Churn }),
+		Doc: "churn: clients wake each other through random spots"},
+	{Name: "locality-noshare", Metric: opsPerS, Systems: allSystems, run: runChurn(func(s Sizes) bench.ChurnSize { return s.LocalityNoshare }),
+		Doc: "locality, noshare: churn where each client touches its own array"},
+	{Name: "locality-share", Metric: opsPerS, Systems: allSystems, run: runChurn(func(s Sizes) bench.ChurnSize { return s.LocalShare }),
+		Doc: "locality, share: churn where the arrays travel with the wake-ups"},
+	{Name: "pipeline-low", Metric: p99, Systems: allSystems, run: runPipeline(func(s Sizes) PipelineSize { return s.PipelineLow }),
+		Doc: "constant-rate pipeline of 12 actors at a low rate: end-to-end latency"},
+	{Name: "pipeline-high", Metric: p99, Systems: allSystems, run: runPipeline(func(s Sizes) PipelineSize { return s.PipelineHigh }),
+		Doc: "constant-rate pipeline of 12 actors at a high rate: end-to-end latency"},
+	{Name: "transfer", Metric: behind99, Systems: actordOnly, MinWorkers: 2, run: runTransfer,
+		Doc: "transfer: delay of messages to actors on the worker of a spinning behaviour (there is no other worker to take them with 1)"},
+	{Name: "transfer-leader", Metric: perLead, Systems: []string{Actord, ActordRandom}, MinWorkers: 2, run: runTransferLeader,
+		Doc: "transfer, the chapter's version: a spinning leader waits for every other actor (one per queue) to see its epoch; without stealing it never completes"},
+}
+
+// ---- runners ---------------------------------------------------------------
+
+// withActord starts an actord system for system on workers workers, runs
+// prog on it and times it.
+func withActord(system string, workers int, prog func(*actor.System) (Result, error)) (Result, error) {
+	opts := []actor.Option{actor.WithWorkers(workers)}
+	switch system {
+	case Actord:
+	case ActordNoSteal:
+		opts = append(opts, actor.WithStealing(stealing.None))
+	case ActordRandom:
+		opts = append(opts, actor.WithStealing(stealing.Random))
+	default:
+		return Result{}, fmt.Errorf("compare: %q is not an actord system", system)
+	}
+	sys, err := actor.Start(opts...)
+	if err != nil {
+		return Result{}, err
+	}
+	cfg := sys.Config()
+	t0 := time.Now()
+	r, err := prog(sys)
+	r.Wall = time.Since(t0)
+	r.Queues = cfg.Queues
+	r.Heuristic = stealing.LongestVictim.String()
+	if cfg.Steal != nil {
+		r.Heuristic = cfg.Steal.String()
+	}
+	return r, err
+}
+
+// timed times f.
+func timed(f func()) time.Duration {
+	t0 := time.Now()
+	f()
+	return time.Since(t0)
+}
+
+func expect(what string, got, want int) error {
+	if got != want {
+		return fmt.Errorf("compare: %s: got %d, want %d", what, got, want)
+	}
+	return nil
+}
+
+func runStatic(system string, workers int, sz Sizes) (Result, error) {
+	n := sz.Static
+	r := Result{Actors: 1, Messages: n}
+	got := n
+	switch system {
+	case Chan:
+		r.Wall = timed(func() { bench.StaticSendChan(n) })
+	case ProtoActor:
+		sys := protoactor.NewSystem()
+		r.Wall = timed(func() { got = protoactor.StaticSend(sys, n) })
+	case Hollywood:
+		e, err := hollywood.NewEngine()
+		if err != nil {
+			return r, err
+		}
+		r.Wall = timed(func() { got = hollywood.StaticSend(e, n) })
+	default:
+		return withActord(system, workers, func(sys *actor.System) (Result, error) {
+			return r, bench.StaticSend(sys, n)
+		})
+	}
+	return r, expect("receives", got, n)
+}
+
+func runDynamic(system string, workers int, sz Sizes) (Result, error) {
+	n := sz.Dynamic
+	r := Result{Actors: n, Messages: n}
+	got := n
+	switch system {
+	case Chan:
+		r.Wall = timed(func() { bench.DynamicSendChan(n) })
+	case ProtoActor:
+		sys := protoactor.NewSystem()
+		r.Wall = timed(func() { got = protoactor.DynamicSend(sys, n) })
+	case Hollywood:
+		e, err := hollywood.NewEngine()
+		if err != nil {
+			return r, err
+		}
+		r.Wall = timed(func() { got = hollywood.DynamicSend(e, n) })
+	default:
+		return withActord(system, workers, func(sys *actor.System) (Result, error) {
+			return r, bench.DynamicSend(sys, n)
+		})
+	}
+	return r, expect("hops", got, n)
+}
+
+func runExecutor(system string, workers int, sz Sizes) (Result, error) {
+	ex := sz.Executor
+	r := Result{Actors: ex.Actors, Messages: ex.Messages()}
+	got := r.Messages
+	switch system {
+	case Chan:
+		r.Wall = timed(func() { bench.ExecutorChan(ex) })
+	case ProtoActor:
+		sys := protoactor.NewSystem()
+		r.Wall = timed(func() { got = protoactor.Executor(sys, ex) })
+	case Hollywood:
+		e, err := hollywood.NewEngine()
+		if err != nil {
+			return r, err
+		}
+		r.Wall = timed(func() { got = hollywood.Executor(e, ex) })
+	default:
+		return withActord(system, workers, func(sys *actor.System) (Result, error) {
+			return r, bench.Executor(sys, ex)
+		})
+	}
+	return r, expect("receives", got, r.Messages)
+}
+
+func runRepeat(system string, workers int, sz Sizes) (Result, error) {
+	rp := sz.Repeat
+	r := Result{Actors: rp.Servers + 1, Messages: rp.Messages()}
+	got := r.Messages
+	switch system {
+	case Chan:
+		r.Wall = timed(func() { bench.RepeatChan(rp) })
+	case ProtoActor:
+		sys := protoactor.NewSystem()
+		r.Wall = timed(func() { got = protoactor.Repeat(sys, rp) })
+	case Hollywood:
+		e, err := hollywood.NewEngine()
+		if err != nil {
+			return r, err
+		}
+		r.Wall = timed(func() { got = hollywood.Repeat(e, rp) })
+	default:
+		return withActord(system, workers, func(sys *actor.System) (Result, error) {
+			return r, bench.Repeat(sys, rp)
+		})
+	}
+	return r, expect("requests and replies", got, r.Messages)
+}
+
+func runMatrix(system string, workers int, sz Sizes) (Result, error) {
+	m := bench.NewMatrices(sz.Matrix)
+	r := Result{Actors: m.N, Messages: m.N}
+	var err error
+	switch system {
+	case Chan:
+		r.Wall = timed(func() { bench.MatrixChan(m) })
+	case ProtoActor:
+		sys := protoactor.NewSystem()
+		r.Wall = timed(func() { protoactor.Matrix(sys, m) })
+	case Hollywood:
+		e, herr := hollywood.NewEngine()
+		if herr != nil {
+			return r, herr
+		}
+		r.Wall = timed(func() { hollywood.Matrix(e, m) })
+	default:
+		r, err = withActord(system, workers, func(sys *actor.System) (Result, error) {
+			return r, bench.Matrix(sys, m)
+		})
+	}
+	r.Metrics = map[string]float64{"checksum": m.Check()}
+	return r, err
+}
+
+func runBalance(prog func(*actor.System, bench.BalanceSize) error) func(string, int, Sizes) (Result, error) {
+	return func(system string, workers int, sz Sizes) (Result, error) {
+		b := sz.Balance
+		return withActord(system, workers, func(sys *actor.System) (Result, error) {
+			err := prog(sys, b)
+			// Actors: the working ones and the dummies (one message each),
+			// as the system counted them (Total includes the actors
+			// spawned from outside the workers).
+			st := sys.Stats()
+			return Result{Actors: int(st.Total().ActorsCreated), Messages: b.Messages()}, err
+		})
+	}
+}
+
+func runCycle(size func(Sizes) bench.CycleSize) func(string, int, Sizes) (Result, error) {
+	return func(system string, workers int, sz Sizes) (Result, error) {
+		cy := size(sz)
+		r := Result{Actors: cy.Actors(), Messages: cy.Messages()}
+		got := r.Messages
+		switch system {
+		case Chan:
+			r.Wall = timed(func() { got = bench.CycleChan(cy) })
+		case ProtoActor:
+			sys := protoactor.NewSystem()
+			r.Wall = timed(func() { got = protoactor.Cycle(sys, cy) })
+		case Hollywood:
+			e, err := hollywood.NewEngine()
+			if err != nil {
+				return r, err
+			}
+			r.Wall = timed(func() { got = hollywood.Cycle(e, cy) })
+		default:
+			return withActord(system, workers, func(sys *actor.System) (Result, error) {
+				return r, bench.Cycle(sys, cy)
+			})
+		}
+		return r, expect("hops", got, r.Messages)
+	}
+}
+
+func runChurn(size func(Sizes) bench.ChurnSize) func(string, int, Sizes) (Result, error) {
+	return func(system string, workers int, sz Sizes) (Result, error) {
+		ch := size(sz)
+		var (
+			c   bench.ChurnResult
+			r   Result
+			err error
+		)
+		switch system {
+		case Chan:
+			r.Wall = timed(func() { c = bench.ChurnChan(ch) })
+		case ProtoActor:
+			sys := protoactor.NewSystem()
+			r.Wall = timed(func() { c = protoactor.Churn(sys, ch) })
+		case Hollywood:
+			e, herr := hollywood.NewEngine()
+			if herr != nil {
+				return r, herr
+			}
+			r.Wall = timed(func() { c = hollywood.Churn(e, ch) })
+		default:
+			r, err = withActord(system, workers, func(sys *actor.System) (Result, error) {
+				var err error
+				c, err = bench.Churn(sys, ch)
+				return Result{}, err
+			})
+			if err != nil {
+				return r, err
+			}
+		}
+		r.Actors = ch.Clients + ch.Spots
+		if system == Chan {
+			r.Actors = ch.Clients // goroutines; the spots are channels
+		}
+		// The channel version has no messages; count its V and P as one
+		// each, like an arrival and a wake.
+		r.Messages = c.Messages
+		if r.Messages == 0 {
+			r.Messages = c.Arrivals + c.Ops
+		}
+		r.Metrics = map[string]float64{
+			"ops":   float64(c.Ops),
+			"ops/s": float64(c.Ops) / r.Wall.Seconds(),
+		}
+		if c.Sum != uint64(ch.Cells)*uint64(c.Arrivals) {
+			return r, fmt.Errorf("compare: arrays sum to %d, want %d cells x %d arrivals", c.Sum, ch.Cells, c.Arrivals)
+		}
+		return r, nil
+	}
+}
+
+func runPipeline(size func(Sizes) PipelineSize) func(string, int, Sizes) (Result, error) {
+	return func(system string, workers int, sz Sizes) (Result, error) {
+		ps := size(sz)
+		var (
+			p   bench.PipelineResult
+			r   Result
+			err error
+		)
+		switch system {
+		case Chan:
+			p = bench.PipelineChan(ps.Stages, ps.Rate, ps.N)
+		case ProtoActor:
+			p = protoactor.Pipeline(protoactor.NewSystem(), ps.Stages, ps.Rate, ps.N)
+		case Hollywood:
+			e, herr := hollywood.NewEngine()
+			if herr != nil {
+				return r, herr
+			}
+			p = hollywood.Pipeline(e, ps.Stages, ps.Rate, ps.N)
+		default:
+			r, err = withActord(system, workers, func(sys *actor.System) (Result, error) {
+				var err error
+				p, err = bench.Pipeline(sys, ps.Stages, ps.Rate, ps.N)
+				return Result{}, err
+			})
+			if err != nil {
+				return r, err
+			}
+		}
+		if len(p.Latencies) != ps.N {
+			return r, fmt.Errorf("compare: %d latencies for %d messages", len(p.Latencies), ps.N)
+		}
+		us := func(q float64) float64 { return float64(bench.Quantile(p.Latencies, q)) / 1e3 }
+		r.Wall = p.Wall
+		r.Actors = ps.Stages + 1
+		r.Messages = ps.N
+		r.Metrics = map[string]float64{
+			"rate":       ps.Rate,
+			"achieved":   p.Achieved(),
+			"late-sends": float64(p.Late),
+			"cpu-%":      p.CPUPercent(),
+			"p50-us":     us(0.5),
+			"p99-us":     us(0.99),
+			"p999-us":    us(0.999),
+			"max-us":     us(1),
+		}
+		return r, nil
+	}
+}
+
+func runTransfer(system string, workers int, sz Sizes) (Result, error) {
+	var t bench.TransferResult
+	r, err := withActord(system, workers, func(sys *actor.System) (Result, error) {
+		var err error
+		t, err = bench.TransferDelay(sys, sz.TransferSpin, sz.TransferProbe)
+		return Result{Actors: sys.Config().Queues}, err
+	})
+	if err != nil {
+		return r, err
+	}
+	ms := func(s []time.Duration, q float64) float64 { return float64(bench.Quantile(s, q)) / 1e6 }
+	r.Messages = len(t.Behind) + len(t.Other)
+	r.Metrics = map[string]float64{
+		"spin-ms":       float64(t.Spin) / 1e6,
+		"behind-p50-ms": ms(t.Behind, 0.5),
+		"behind-p99-ms": ms(t.Behind, 0.99),
+		"behind-max-ms": ms(t.Behind, 1),
+		"other-p50-ms":  ms(t.Other, 0.5),
+		"other-p99-ms":  ms(t.Other, 0.99),
+		"probes-behind": float64(len(t.Behind)),
+	}
+	return r, nil
+}
+
+func runTransferLeader(system string, workers int, sz Sizes) (Result, error) {
+	var t bench.TransferLeaderResult
+	r, err := withActord(system, workers, func(sys *actor.System) (Result, error) {
+		var err error
+		t, err = bench.TransferLeader(sys, sz.LeaderTransfers, sz.LeaderTimeout)
+		return Result{}, err
+	})
+	if err != nil {
+		return r, err
+	}
+	r.Actors = t.Actors
+	r.Messages = t.Transfers * t.Actors // epoch messages and leads
+	r.Metrics = map[string]float64{"us/transfer": float64(t.PerTransfer()) / 1e3, "transfers": float64(t.Transfers)}
+	if t.DNC {
+		return r, fmt.Errorf("compare: did not complete: after %d transfers, %d actors had not seen the epoch after %v", t.Transfers, t.Stuck, sz.LeaderTimeout)
+	}
+	return r, nil
+}

@@ -1,0 +1,167 @@
+package compare
+
+import (
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/actord/actord/bench"
+)
+
+// testSizes shrinks the quick sizes further, for -race.
+func testSizes(workers int) Sizes {
+	s := SizesFor(Quick, workers)
+	s.Static = 10_000
+	s.Dynamic = 1_000
+	s.Executor = bench.ExecutorSize{Actors: 200, Set: 10, Rounds: 2}
+	s.Repeat = bench.RepeatSize{Servers: 200, Rounds: 2}
+	s.Matrix = 32
+	s.CycleBusy.Hops = 20
+	s.CycleIdle.Hops = 500
+	s.Churn.Iterations = 10
+	s.LocalityNoshare.Iterations = 10
+	s.LocalShare.Iterations = 10
+	s.PipelineLow.N = 10
+	s.PipelineHigh.N = 500
+	s.LeaderTransfers = 5
+	return s
+}
+
+// TestPrograms runs every program on every system it supports, and checks
+// that the matrix is the same on all (each run also checks its own counts).
+func TestPrograms(t *testing.T) {
+	const workers = 2
+	sz := testSizes(workers)
+	for _, p := range Programs {
+		checksums := map[string]float64{}
+		for _, sys := range p.Systems {
+			r, err := p.Run(sys, workers, sz)
+			require.NoError(t, err, "%s on %s", p.Name, sys)
+			require.Positive(t, r.Wall, "%s on %s", p.Name, sys)
+			require.Positive(t, r.Actors, "%s on %s", p.Name, sys)
+			require.Positive(t, r.Messages, "%s on %s", p.Name, sys)
+			require.Positive(t, r.Queues, "%s on %s", p.Name, sys)
+			require.NotEmpty(t, r.Heuristic, "%s on %s", p.Name, sys)
+			if p.Metric.Key != "" {
+				require.Contains(t, r.Metrics, p.Metric.Key, "%s on %s", p.Name, sys)
+			}
+			require.Positive(t, p.Metric.Value(r), "%s on %s", p.Name, sys)
+			if p.Name == "matrix" {
+				checksums[sys] = r.Metrics["checksum"]
+			}
+			if strings.HasPrefix(sys, Actord) {
+				require.NotEqual(t, "go", r.Heuristic)
+			}
+		}
+		for sys, c := range checksums {
+			require.Equal(t, checksums[Chan], c, "matrix checksum of %s", sys)
+		}
+	}
+	_, err := Lookup("balance-one").Run(Chan, 1, sz)
+	require.ErrorContains(t, err, "does not run on system")
+	_, err = Lookup("transfer-leader").Run(Actord, 1, sz)
+	require.ErrorContains(t, err, "needs at least 2 workers")
+	require.Nil(t, Lookup("nope"))
+}
+
+// BenchmarkCompare runs every program on every system at the default sizes
+// (the chapter's with ACTORD_BENCH_FULL=1) on GOMAXPROCS workers (set it
+// with -cpu), side by side in one process. One op is one program run; each
+// reports the program's metric, msg/s and, for the executor, the peak of
+// the memory the Go runtime held from the OS during the run (peak-MB, after
+// returning what it could before the run; the runner measures the peak RSS
+// of a process per run instead).
+func BenchmarkCompare(b *testing.B) {
+	workers := runtime.GOMAXPROCS(0)
+	sz := SizesFor(Default, workers)
+	for _, p := range Programs {
+		if workers < p.MinWorkers {
+			continue
+		}
+		for _, sys := range p.Systems {
+			b.Run("program="+p.Name+"/system="+sys, func(b *testing.B) {
+				b.ReportAllocs()
+				var metric, msgs, secs, peak float64
+				for i := 0; i < b.N; i++ {
+					var mem *memSampler
+					if p.Name == "executor" {
+						b.StopTimer()
+						debug.FreeOSMemory()
+						mem = startMemSampler()
+						b.StartTimer()
+					}
+					r, err := p.Run(sys, workers, sz)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if mem != nil {
+						peak = max(peak, float64(mem.stop())/(1<<20))
+					}
+					metric += p.Metric.Value(r)
+					msgs += float64(r.Messages)
+					secs += r.Wall.Seconds()
+				}
+				b.ReportMetric(metric/float64(b.N), p.Metric.Name)
+				if p.Metric.Name != "msg/s" {
+					b.ReportMetric(msgs/secs, "msg/s")
+				}
+				if peak > 0 {
+					b.ReportMetric(peak, "peak-MB")
+				}
+			})
+		}
+	}
+}
+
+// memSampler records the peak, sampled every millisecond, of the memory the
+// Go runtime has mapped and not released to the OS.
+type memSampler struct {
+	done chan struct{}
+	wg   sync.WaitGroup
+	peak uint64 // written by the sampling goroutine only; read after wg.Wait
+}
+
+func startMemSampler() *memSampler {
+	s := &memSampler{done: make(chan struct{})}
+	samples := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	read := func() {
+		metrics.Read(samples)
+		s.peak = max(s.peak, samples[0].Value.Uint64()-samples[1].Value.Uint64())
+	}
+	read()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		t := time.NewTicker(time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.done:
+				read()
+				return
+			case <-t.C:
+				read()
+			}
+		}
+	}()
+	return s
+}
+
+func (s *memSampler) stop() uint64 {
+	close(s.done)
+	s.wg.Wait()
+	return s.peak
+}
+
+func TestBalanceCountsActors(t *testing.T) {
+	sz := testSizes(1)
+	r, err := Lookup("balance-one").Run(Actord, 1, sz)
+	require.NoError(t, err)
+	require.Equal(t, sz.Balance.Working, r.Actors, "one worker: every actor is a working one")
+}

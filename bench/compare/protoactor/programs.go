@@ -1,0 +1,568 @@
+// Package protoactor is the benchmark suite's programs written for
+// protoactor-go (github.com/asynkron/protoactor-go), the way its
+// documentation and examples write actors: a Receive method with a type
+// switch on ctx.Message(), pointer messages, actors spawned at the root from
+// Props, ctx.Send for one-way messages, ctx.Request and ctx.Respond for
+// replies, and ctx.Stop(ctx.Self()) when an actor is done. Nothing is tuned:
+// default mailboxes and dispatcher.
+//
+// Each program is the same algorithm as package bench's actord version
+// (same actors, messages and termination; a message preallocated there is
+// preallocated here) and runs on a fresh system from NewSystem. It returns
+// when every actor it spawned has stopped (each one's *actor.Stopped), as
+// actord's Stop waits for every actor to terminate, then shuts the system
+// down.
+package protoactor
+
+import (
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/actord/actord/bench"
+	"github.com/actord/actord/bench/compare/internal/common"
+)
+
+// NewSystem returns a fresh actor system that logs nothing.
+func NewSystem() *actor.ActorSystem {
+	return actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}))
+}
+
+// stopper counts down the actors of a program as they stop.
+type stopper struct{ wg *sync.WaitGroup }
+
+func (s stopper) stopped() { s.wg.Done() }
+
+func spawn(sys *actor.ActorSystem, a actor.Actor) *actor.PID {
+	return sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return a }))
+}
+
+// ---- static send -----------------------------------------------------------
+
+type staticActor struct {
+	stopper
+	left, recs int
+}
+
+type staticMsg struct{ _ int }
+
+func (a *staticActor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *staticMsg:
+		a.recs++
+		a.left--
+		if a.left <= 0 {
+			ctx.Stop(ctx.Self())
+			return
+		}
+		ctx.Send(ctx.Self(), m)
+	case *actor.Stopped:
+		a.stopped()
+	}
+}
+
+// StaticSend re-sends one message from one actor to itself n times; it
+// returns the number of receives.
+func StaticSend(sys *actor.ActorSystem, n int) int {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	a := &staticActor{stopper: stopper{&wg}, left: n}
+	sys.Root.Send(spawn(sys, a), &staticMsg{})
+	wg.Wait()
+	sys.Shutdown()
+	return a.recs
+}
+
+// ---- dynamic send ----------------------------------------------------------
+
+type dynamicActor struct {
+	stopper
+	props *actor.Props
+	hops  *int // shared: each hop increments it before sending to the next
+}
+
+type dynamicMsg struct{ left int }
+
+func (a *dynamicActor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *dynamicMsg:
+		*a.hops++
+		if m.left > 1 {
+			// A top-level actor: a child (ctx.Spawn) would be stopped with
+			// its parent.
+			next := ctx.ActorSystem().Root.Spawn(a.props)
+			ctx.Send(next, &dynamicMsg{left: m.left - 1})
+		}
+		ctx.Stop(ctx.Self())
+	case *actor.Stopped:
+		a.stopped()
+	}
+}
+
+// DynamicSend runs n hops, each receive spawning a new actor, sending it a
+// new message and stopping itself; it returns the number of hops.
+func DynamicSend(sys *actor.ActorSystem, n int) int {
+	var wg sync.WaitGroup
+	wg.Add(n)
+	hops := 0
+	var props *actor.Props
+	props = actor.PropsFromProducer(func() actor.Actor {
+		return &dynamicActor{stopper: stopper{&wg}, props: props, hops: &hops}
+	})
+	sys.Root.Send(sys.Root.Spawn(props), &dynamicMsg{left: n})
+	wg.Wait()
+	sys.Shutdown()
+	return hops
+}
+
+// ---- executor --------------------------------------------------------------
+
+type execActor struct {
+	stopper
+	group             []*actor.PID
+	recs, last, sends int
+}
+
+type execMsg struct{ _ int }
+
+func (a *execActor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *execMsg:
+		if a.recs == a.last {
+			a.recs++
+			ctx.Stop(ctx.Self())
+			return
+		}
+		to := a.group[a.sends%len(a.group)]
+		a.sends++
+		a.recs++
+		ctx.Send(to, m)
+	case *actor.Stopped:
+		a.stopped()
+	}
+}
+
+// Executor runs the executor benchmark; it returns the number of receives.
+func Executor(sys *actor.ActorSystem, sz bench.ExecutorSize) int {
+	var wg sync.WaitGroup
+	wg.Add(sz.Actors)
+	actors := make([]execActor, sz.Actors)
+	pids := make([]*actor.PID, sz.Actors)
+	for i := range actors {
+		g := i - i%sz.Set
+		actors[i] = execActor{stopper: stopper{&wg}, last: sz.Set * sz.Rounds, sends: i - g + 1}
+		pids[i] = spawn(sys, &actors[i])
+	}
+	// The actors read their group only when the first message arrives,
+	// after these writes.
+	for i := range actors {
+		g := i - i%sz.Set
+		actors[i].group = pids[g:min(g+sz.Set, sz.Actors)]
+	}
+	shared := &execMsg{}
+	for _, pid := range pids {
+		sys.Root.Send(pid, shared)
+	}
+	wg.Wait()
+	sys.Shutdown()
+	recs := 0
+	for i := range actors {
+		recs += actors[i].recs
+	}
+	return recs
+}
+
+// ---- repeat ----------------------------------------------------------------
+
+type repeatClient struct {
+	stopper
+	servers               []*actor.PID
+	replies, round, recvd int
+	rounds                int
+	req                   *repeatReq
+}
+
+type repeatServer struct {
+	stopper
+	rep   *repeatRep
+	recvd int
+}
+
+type repeatStart struct{ _ int }
+type repeatReq struct{ _ int }
+type repeatRep struct{ _ int }
+
+func (c *repeatClient) scatter(ctx actor.Context) {
+	for _, s := range c.servers {
+		ctx.Request(s, c.req)
+	}
+}
+
+func (c *repeatClient) Receive(ctx actor.Context) {
+	switch ctx.Message().(type) {
+	case *repeatStart:
+		c.scatter(ctx)
+	case *repeatRep:
+		c.recvd++
+		c.replies++
+		if c.replies < len(c.servers) {
+			return
+		}
+		c.replies = 0
+		c.round++
+		if c.round < c.rounds {
+			c.scatter(ctx)
+			return
+		}
+		for _, s := range c.servers {
+			ctx.Stop(s)
+		}
+		ctx.Stop(ctx.Self())
+	case *actor.Stopped:
+		c.stopped()
+	}
+}
+
+func (s *repeatServer) Receive(ctx actor.Context) {
+	switch ctx.Message().(type) {
+	case *repeatReq:
+		s.recvd++
+		ctx.Respond(s.rep)
+	case *actor.Stopped:
+		s.stopped()
+	}
+}
+
+// Repeat runs the repeat benchmark; it returns the number of requests and
+// replies received.
+func Repeat(sys *actor.ActorSystem, sz bench.RepeatSize) int {
+	var wg sync.WaitGroup
+	wg.Add(sz.Servers + 1)
+	c := &repeatClient{stopper: stopper{&wg}, rounds: sz.Rounds, req: &repeatReq{}}
+	servers := make([]repeatServer, sz.Servers)
+	for i := range servers {
+		servers[i] = repeatServer{stopper: stopper{&wg}, rep: &repeatRep{}}
+		c.servers = append(c.servers, spawn(sys, &servers[i]))
+	}
+	sys.Root.Send(spawn(sys, c), &repeatStart{})
+	wg.Wait()
+	sys.Shutdown()
+	n := c.recvd
+	for i := range servers {
+		n += servers[i].recvd
+	}
+	return n
+}
+
+// ---- matrix ----------------------------------------------------------------
+
+type rowActor struct{ stopper }
+
+type rowMsg struct {
+	m *bench.Matrices
+	i int
+}
+
+func (a *rowActor) Receive(ctx actor.Context) {
+	switch r := ctx.Message().(type) {
+	case *rowMsg:
+		r.m.Row(r.i)
+		ctx.Stop(ctx.Self())
+	case *actor.Stopped:
+		a.stopped()
+	}
+}
+
+// Matrix computes m.Z = m.X * m.Y with one actor per row.
+func Matrix(sys *actor.ActorSystem, m *bench.Matrices) {
+	var wg sync.WaitGroup
+	wg.Add(m.N)
+	actors := make([]rowActor, m.N)
+	msgs := make([]rowMsg, m.N)
+	pids := make([]*actor.PID, m.N)
+	for i := range actors {
+		actors[i].stopper = stopper{&wg}
+		pids[i] = spawn(sys, &actors[i])
+	}
+	for i := range pids {
+		msgs[i] = rowMsg{m: m, i: i}
+		sys.Root.Send(pids[i], &msgs[i])
+	}
+	wg.Wait()
+	sys.Shutdown()
+}
+
+// ---- constant-rate pipeline ------------------------------------------------
+
+type pipeStage struct {
+	stopper
+	next *actor.PID      // nil for the collector
+	lat  []time.Duration // collector only
+}
+
+type pipeMsg struct {
+	sent time.Time
+	seq  int // < 0: the end marker
+}
+
+func (p *pipeStage) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *pipeMsg:
+		if p.next == nil {
+			if m.seq < 0 {
+				ctx.Stop(ctx.Self())
+				return
+			}
+			p.lat[m.seq] = time.Since(m.sent)
+			return
+		}
+		ctx.Send(p.next, m)
+		if m.seq < 0 {
+			ctx.Stop(ctx.Self())
+		}
+	case *actor.Stopped:
+		p.stopped()
+	}
+}
+
+// Pipeline sends n messages at rate from outside the system through stages
+// actors to a collector (see bench.Pipeline).
+func Pipeline(sys *actor.ActorSystem, stages int, rate float64, n int) bench.PipelineResult {
+	var wg sync.WaitGroup
+	wg.Add(stages + 1)
+	chain := make([]pipeStage, stages+1)
+	chain[stages].lat = make([]time.Duration, n)
+	var next *actor.PID
+	for i := stages; i >= 0; i-- {
+		chain[i].stopper = stopper{&wg}
+		chain[i].next = next
+		next = spawn(sys, &chain[i])
+	}
+	first := next
+	msgs := make([]pipeMsg, n)
+	cpu0 := bench.CPUTime()
+	t0 := time.Now()
+	late := bench.PaceSends(n, rate, func(i int) {
+		m := &msgs[i]
+		m.seq = i
+		m.sent = time.Now()
+		sys.Root.Send(first, m)
+	})
+	sys.Root.Send(first, &pipeMsg{seq: -1})
+	wg.Wait()
+	r := bench.PipelineResult{Rate: rate, Sent: n, Late: late, Wall: time.Since(t0), CPU: bench.CPUTime() - cpu0, Latencies: chain[stages].lat}
+	sys.Shutdown()
+	slices.Sort(r.Latencies)
+	return r
+}
+
+// ---- cycle -----------------------------------------------------------------
+
+type cycleActor struct {
+	stopper
+	next       *actor.PID
+	size, recs int
+}
+
+type cycleToken struct{ left int }
+
+func (a *cycleActor) Receive(ctx actor.Context) {
+	switch t := ctx.Message().(type) {
+	case *cycleToken:
+		a.recs++
+		left := t.left - 1
+		t.left = left
+		if left > 0 {
+			ctx.Send(a.next, t)
+		}
+		if left < a.size {
+			ctx.Stop(ctx.Self())
+		}
+	case *actor.Stopped:
+		a.stopped()
+	}
+}
+
+// Cycle runs the cycle benchmark (see bench.Cycle); it returns the number
+// of hops.
+func Cycle(sys *actor.ActorSystem, sz bench.CycleSize) int {
+	common.CheckCycle(sz)
+	var wg sync.WaitGroup
+	wg.Add(sz.Actors())
+	actors := make([]cycleActor, sz.Actors())
+	pids := make([]*actor.PID, sz.Actors())
+	for j := 0; j < sz.RingSize; j++ {
+		for k := 0; k < sz.Rings; k++ {
+			i := k*sz.RingSize + j
+			actors[i] = cycleActor{stopper: stopper{&wg}, size: sz.RingSize}
+			pids[i] = spawn(sys, &actors[i])
+		}
+	}
+	for i := range actors {
+		k, j := i/sz.RingSize, i%sz.RingSize
+		actors[i].next = pids[k*sz.RingSize+(j+1)%sz.RingSize]
+	}
+	tokens := make([]cycleToken, sz.Rings)
+	for k := range tokens {
+		tokens[k].left = sz.Hops
+		sys.Root.Send(pids[k*sz.RingSize], &tokens[k])
+	}
+	wg.Wait()
+	sys.Shutdown()
+	hops := 0
+	for i := range actors {
+		hops += actors[i].recs
+	}
+	return hops
+}
+
+// ---- churn and locality ----------------------------------------------------
+
+type churnRun struct {
+	sz       bench.ChurnSize
+	spots    []*actor.PID
+	finished atomic.Int64 // clients that finished; Add by each finishing client, whose result decides which one flushes
+	flush    *churnFlush
+}
+
+type churnClient struct {
+	stopper
+	run      *churnRun
+	rng      common.RNG
+	ops      int
+	arrivals int
+	data     []uint64
+	arrive   churnArrive
+	wake     churnWake
+}
+
+type churnSpot struct {
+	stopper
+	waiter *actor.PID // the client held
+	wake   *churnWake // its wake message
+}
+
+type churnArrive struct {
+	from *actor.PID
+	wake *churnWake // the arriving client's own wake message
+	data []uint64
+}
+
+type churnWake struct {
+	data []uint64
+	stop bool
+}
+
+type churnStart struct{ _ int }
+type churnFlush struct{ _ int }
+
+func (c *churnClient) arriveAtRandom(ctx actor.Context) {
+	sz := &c.run.sz
+	if sz.Cells > 0 {
+		c.rng.Touch(c.data, sz.Cells)
+	}
+	s := c.run.spots[c.rng.Next()%uint64(len(c.run.spots))]
+	c.arrive.data = nil
+	if sz.Share {
+		c.arrive.data, c.data = c.data, nil
+	}
+	c.arrivals++
+	ctx.Send(s, &c.arrive)
+}
+
+func (c *churnClient) Receive(ctx actor.Context) {
+	switch w := ctx.Message().(type) {
+	case *churnStart:
+		c.arriveAtRandom(ctx)
+	case *churnWake:
+		if w.stop {
+			ctx.Stop(ctx.Self())
+			return
+		}
+		if c.run.sz.Share {
+			c.data, w.data = w.data, nil
+		}
+		c.ops++
+		if c.ops < c.run.sz.Iterations {
+			c.arriveAtRandom(ctx)
+			return
+		}
+		if c.run.finished.Add(1) == int64(c.run.sz.Clients-c.run.sz.Spots) {
+			for _, s := range c.run.spots {
+				ctx.Send(s, c.run.flush)
+			}
+		}
+		ctx.Stop(ctx.Self())
+	case *actor.Stopped:
+		c.stopped()
+	}
+}
+
+func (s *churnSpot) Receive(ctx actor.Context) {
+	switch a := ctx.Message().(type) {
+	case *churnArrive:
+		w, wake := s.waiter, s.wake
+		s.waiter, s.wake = a.from, a.wake
+		wake.data = a.data
+		a.data = nil
+		ctx.Send(w, wake)
+	case *churnFlush:
+		s.wake.stop = true
+		ctx.Send(s.waiter, s.wake)
+		ctx.Stop(ctx.Self())
+	case *actor.Stopped:
+		s.stopped()
+	}
+}
+
+// Churn runs the churn benchmark, or locality when sz.Words > 0 (see
+// bench.Churn, which explains why the flush finds every spot holding a
+// client and nothing in flight).
+func Churn(sys *actor.ActorSystem, sz bench.ChurnSize) bench.ChurnResult {
+	common.CheckChurn(sz)
+	var wg sync.WaitGroup
+	wg.Add(sz.Clients + sz.Spots)
+	run := &churnRun{sz: sz, flush: &churnFlush{}}
+	clients := make([]churnClient, sz.Clients)
+	pids := make([]*actor.PID, sz.Clients)
+	for i := range clients {
+		c := &clients[i]
+		c.stopper = stopper{&wg}
+		c.run = run
+		c.rng = common.NewRNG(i)
+		c.arrive.wake = &c.wake
+		if sz.Words > 0 && (!sz.Share || i >= sz.Spots) {
+			c.data = make([]uint64, sz.Words)
+		}
+		pids[i] = spawn(sys, c)
+		c.arrive.from = pids[i]
+	}
+	spots := make([]churnSpot, sz.Spots)
+	for i := range spots {
+		spots[i] = churnSpot{stopper: stopper{&wg}, waiter: pids[i], wake: &clients[i].wake}
+		run.spots = append(run.spots, spawn(sys, &spots[i]))
+	}
+	start := &churnStart{}
+	for i := sz.Spots; i < sz.Clients; i++ {
+		sys.Root.Send(pids[i], start)
+	}
+	wg.Wait()
+	sys.Shutdown()
+	var r bench.ChurnResult
+	datas := make([][]uint64, 0, len(clients))
+	for i := range clients {
+		r.Ops += clients[i].ops
+		r.Arrivals += clients[i].arrivals
+		datas = append(datas, clients[i].data)
+	}
+	r.Sum, r.Arrays = common.SumArrays(datas)
+	r.Messages = sz.Clients - sz.Spots + r.Arrivals + r.Ops + 2*sz.Spots
+	return r
+}

@@ -98,8 +98,11 @@ type Msg[T any] interface {
 // placed on one of the system's queues, round-robin, for its whole life.
 //
 // Errors: ErrNotStarted (nil or zero System), ErrStopped (the system has
-// stopped), ErrAlreadySpawned (a is alive). An actor that terminated with
-// Destroy (or any other status) may be spawned again.
+// stopped), ErrAlreadySpawned (a is alive, or its termination is not over:
+// its Destroy hook is still running). An actor that terminated with Destroy
+// (or any other status) may be spawned again once its termination is over;
+// from its Release hook, or after Alive reports false and Spawn stops
+// returning ErrAlreadySpawned.
 func Spawn[T any, A Ref[T]](sys *System, a A) (A, error) {
 	if a == nil {
 		panic("actor: Spawn of a nil actor")

@@ -344,6 +344,10 @@ func TestRespawnDestroyedActor(t *testing.T) {
 	r := &recorder{finishAt: 1}
 	for i := 0; i < 3; i++ {
 		_, err := actor.Spawn(sys, r)
+		for errors.Is(err, actor.ErrAlreadySpawned) { // the previous termination is not over yet
+			time.Sleep(50 * time.Microsecond)
+			_, err = actor.Spawn(sys, r)
+		}
 		require.NoError(t, err)
 		require.NoError(t, actor.Send(r, &num{v: i}, (*recorder).onNum))
 		for r.Alive() {
@@ -529,10 +533,12 @@ func TestRespawnDoesNotReceiveOldMessages(t *testing.T) {
 		require.NoError(t, actor.Send(a, &rebornProbe{}, (*reborn).onProbe))
 	}
 	require.NoError(t, actor.SendPill(b, actor.FinishedMsg))
-	for a.Alive() {
+	// The next incarnation (ticket 3: mailbox 1), as soon as the old one's
+	// termination is over (Spawn refuses while it is not).
+	var err error
+	for _, err = actor.Spawn(sys, a); errors.Is(err, actor.ErrAlreadySpawned); _, err = actor.Spawn(sys, a) {
 		time.Sleep(50 * time.Microsecond)
 	}
-	_, err := actor.Spawn(sys, a) // the next incarnation (ticket 3: mailbox 1)
 	require.NoError(t, err)
 	require.NoError(t, actor.Send(a, &rebornProbe{}, (*reborn).onLong))
 	err = sys.Stop(context.Background())

@@ -61,11 +61,9 @@ type worker struct {
 	taken      *mailbox // during steal: the mailbox the swap took from it
 	spawned    int      // actors this worker placed (PlaceLocal round-robin)
 	idleWakes  int      // consecutive park timeouts without work since (see park)
-	// The candidate a thief is watching (see steal): the mailbox, its word
-	// when first seen, and when.
-	cand      *mailbox
-	candWord  uint64
-	candSince time.Duration
+	// cands are the candidates a thief is watching (see steal): each
+	// mailbox with its word when first seen, and when.
+	cands     []candidate
 	st        WorkerStats // private counters
 	seenEpoch uint64      // last statsEpoch published
 	exitOK    bool        // the loop returned normally (not by runtime.Goexit)
@@ -184,10 +182,7 @@ func (w *worker) loop() {
 			w.idleWakes = 0
 			continue
 		}
-		// A thief watching a candidate (see steal) does not park before the
-		// candidate has aged or been served: otherwise a parked thief would
-		// take only one mailbox per park timeout from a stuck worker.
-		if idle >= e.cfg.SpinPasses && w.cand == nil {
+		if idle >= e.cfg.SpinPasses {
 			w.park()
 			idle = 0
 		}
@@ -356,9 +351,10 @@ func (w *worker) messageDone(env *envelope, mc *MsgCell) {
 }
 
 // terminate ends the incarnation of actor c whose alive state word is
-// alive, with status st. In order: the state becomes ending (sends fail,
-// Spawn refuses), the Destroy hook runs, the state becomes dead (from here
-// the storage may be reused: Spawn accepts it again), the Release hook runs
+// alive, with status st. In order: if there is a Destroy hook to run, the
+// state becomes ending (sends fail, Spawn refuses) and the hook runs; the
+// state becomes dead (from here the storage may be reused: Spawn accepts it
+// again); the Release hook runs
 // (typically returning the object to a pool, so it must be the last use of
 // the object), and the live count drops (so Stop returns only after every
 // hook ran). After the dead store nothing here touches c or its object
@@ -366,16 +362,19 @@ func (w *worker) messageDone(env *envelope, mc *MsgCell) {
 func (w *worker) terminate(c *Cell, alive uint32, st Allocation) {
 	inc := alive &^ cellKindMask
 	obj := c.obj
-	c.state.Store(inc | cellEnding)
 	w.st.ActorsTerminated++
-	w.ending, w.endingInc = c, inc
+	var destroyer Destroyer
 	if st == Delete || st == Destroy {
-		if d, ok := obj.(Destroyer); ok {
-			d.Destroy()
-		}
+		destroyer, _ = obj.(Destroyer)
+	}
+	if destroyer != nil {
+		c.state.Store(inc | cellEnding)
+		w.ending, w.endingInc = c, inc
+		destroyer.Destroy()
 	}
 	c.state.Store(inc | cellDead)
 	if st == Delete {
+		w.ending, w.endingInc = c, inc // a panicking Release still ends this termination
 		if r, ok := obj.(Releaser); ok {
 			r.Release()
 		}
@@ -570,40 +569,58 @@ func (h stealHooks) Giving(q *mailbox)   { q.owner.Store(h.victim); h.thief.give
 func (h stealHooks) Ungiving(q *mailbox) { q.owner.Store(h.thief) }
 func (h stealHooks) Taking(q *mailbox)   { q.owner.Store(h.thief); h.thief.taken = q }
 
+// candidate is a mailbox a thief saw waiting (see steal).
+type candidate struct {
+	mb    *mailbox
+	word  uint64        // its word when first seen (the gulp sequence matters)
+	since time.Duration // when, since the executor's epoch
+}
+
 // steal makes one steal attempt, as the chapter describes: choose a victim,
-// scan its slots from a random start for a candidate (non-nil, non-empty,
-// not being processed), and try ONE wait-free swap of it with a random slot
-// of our own. Whatever the outcome, the caller goes back to its own slots.
-// It reports whether a non-empty mailbox was taken.
+// scan its slots from a random start for candidates (non-nil, non-empty,
+// not being processed), and try ONE wait-free swap with a slot of our own.
+// Whatever the outcome, the caller goes back to its own slots. It reports
+// whether a non-empty mailbox was taken.
 //
-// Aging (our addition): the swap is tried only once the candidate has been
-// waiting for Config.StealAge: the thief remembers the candidate and its
-// word, and at later calls checks (one load) that it is still a candidate
-// with the same gulp sequence, i.e. that its owner has not served it since.
-// A mailbox its owner is about to gulp (the owner is busy, not stuck) is
-// served first and left alone, so sequential work such as a chain of single
-// messages is not dragged between cores; a mailbox stuck behind a long
-// behaviour, or a backlog the owner cannot keep up with, is taken once it
-// has aged. Watching a candidate costs the victim nothing but that load.
+// Aging (our addition): a candidate is swapped only once it has been waiting
+// for Config.StealAge: the thief remembers every candidate it saw at the
+// victim, with its word and the time, and at later attempts checks (one load
+// each) which are still candidates with the same gulp sequence, i.e. have
+// not been served since. A mailbox its owner serves promptly (the owner is
+// busy, not stuck) is left alone, so sequential work such as a chain of
+// single messages is not dragged between cores, and a busy but balanced
+// system does not churn its queues between workers. A backlog the owner
+// cannot keep up with, or mailboxes stuck behind a long behaviour, are
+// taken once they have aged: one per attempt, and after a sleep all the
+// remembered ones that waited through it, without a new wait each.
+// Watching candidates costs the victim only those loads.
 func (w *worker) steal() bool {
 	e := w.e
 	e.sel.Attempt(w.id) // this worker is looking for work: not a good victim
 	now := time.Since(e.epoch)
-	if mb := w.cand; mb != nil {
-		word := mb.word.Load()
-		if isCandidateWord(word) && word&wordSeqMask == w.candWord&wordSeqMask {
-			if now-w.candSince < e.cfg.StealAge {
-				return false // still waiting, not for long enough yet
-			}
-			w.cand = nil
-			w.st.StealAttempts++
-			if i := e.slotOf(mb, w); i >= 0 {
-				return w.trySteal(i)
-			}
-			w.st.StealNoCandidate++
-			return false
+	ready := -1
+	keep := w.cands[:0]
+	for _, c := range w.cands {
+		word := c.mb.word.Load()
+		if !isCandidateWord(word) || word&wordSeqMask != c.word&wordSeqMask {
+			continue // served (or emptied) since we saw it
 		}
-		w.cand = nil // served meanwhile: look for another
+		if ready < 0 && now-c.since >= e.cfg.StealAge {
+			if i := e.slotOf(c.mb, w); i >= 0 {
+				ready = i
+				continue // tried now: not kept
+			}
+		}
+		keep = append(keep, c)
+	}
+	clear(w.cands[len(keep):]) // drop references to mailboxes no longer watched
+	w.cands = keep
+	if ready >= 0 {
+		w.st.StealAttempts++
+		return w.trySteal(ready)
+	}
+	if len(w.cands) > 0 {
+		return false // still waiting for them to age
 	}
 	w.st.StealAttempts++
 	v := e.sel.Victim(w.id, w.rng)
@@ -624,11 +641,12 @@ func (w *worker) steal() bool {
 			if e.cfg.StealAge < 0 {
 				return w.trySteal(i)
 			}
-			w.cand, w.candWord, w.candSince = mb, word, now
-			return false
+			w.cands = append(w.cands, candidate{mb: mb, word: word, since: now})
 		}
 	}
-	w.st.StealNoCandidate++
+	if len(w.cands) == 0 {
+		w.st.StealNoCandidate++
+	}
 	return false
 }
 

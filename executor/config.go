@@ -57,10 +57,12 @@ type Config struct {
 	// receive work. 0 means Workers*QueuesPerWorker.
 	Queues int
 	// SpareQueues is the number of spare mailboxes per worker: mailboxes on
-	// which no actor is ever placed, so they never hold messages. A thief
-	// gives the victim one of its spares in exchange for the queue it steals
-	// when it has one, instead of one of its own queues (whose actors would
-	// then wait for the victim, which may be stuck in a long behaviour).
+	// which no actor is ever placed, so they never hold messages. When the
+	// victim is stuck in a long behaviour (the batch it is processing has
+	// lasted StealAge or more), a thief gives it one of its spares in
+	// exchange for the queue it steals, instead of one of its own queues,
+	// whose actors would then wait behind that behaviour. Otherwise queues
+	// are exchanged one for one, which keeps a balanced system balanced.
 	// Spares travel between workers with the swaps; each costs a pass one
 	// load. 0 means as many as the worker's queues (enough to take all of a
 	// stuck worker's queues without giving any back); negative means none.

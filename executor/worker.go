@@ -54,16 +54,21 @@ type worker struct {
 	// fewer than localLimit envelopes (the gulped ones plus
 	// Config.LocalBatch). Set per batch; 0 between batches.
 	localLimit int
-	gulped     int      // envelopes taken by the current gulp (the rest of buf came from local sends)
-	ending     *Cell    // actor whose termination hooks are running
-	endingInc  uint32   // its incarnation (state word without the kind bits)
-	given      *mailbox // during steal: the mailbox the swap gave the victim
-	taken      *mailbox // during steal: the mailbox the swap took from it
-	spawned    int      // actors this worker placed (PlaceLocal round-robin)
-	idleWakes  int      // consecutive park timeouts without work since (see park)
+	gulped     int           // envelopes taken by the current gulp (the rest of buf came from local sends)
+	ending     *Cell         // actor whose termination hooks are running
+	endingInc  uint32        // its incarnation (state word without the kind bits)
+	given      *mailbox      // during steal: the mailbox the swap gave the victim
+	taken      *mailbox      // during steal: the mailbox the swap took from it
+	spawned    int           // actors this worker placed (PlaceLocal round-robin)
+	idleWakes  int           // consecutive park timeouts without work since (see park)
+	thiefWoken time.Duration // when this worker last woke a thief (see pass), since e.epoch
 	// cands are the candidates a thief is watching (see steal): each
 	// mailbox with its word when first seen, and when.
-	cands     []candidate
+	cands []candidate
+	// busy is a victim mailbox seen being processed (see steal): if it is
+	// still processed by the same gulp StealAge later, its worker is stuck
+	// in a long behaviour, and the thief gives it spares rather than queues.
+	busy      candidate
 	st        WorkerStats // private counters
 	seenEpoch uint64      // last statsEpoch published
 	exitOK    bool        // the loop returned normally (not by runtime.Goexit)
@@ -238,7 +243,13 @@ func (w *worker) pass() bool {
 	// worker serves best alone, looks busy too.) If others sleep, wake one
 	// so it can steal (see wakeThief).
 	if busy > 0 && e.sel != nil && e.sleepers.Load() != 0 && w.waiting(2) {
-		w.wakeThief()
+		// At most once per steal age: a thief woken sooner could not take
+		// anything yet (candidates must age), and each wake costs this busy
+		// worker a wake-up and the sleeper a spin over our mailbox words.
+		if now := time.Since(e.epoch); now-w.thiefWoken >= e.cfg.StealAge {
+			w.thiefWoken = now
+			w.wakeThief()
+		}
 	}
 	return busy > 0
 }
@@ -569,6 +580,22 @@ func (h stealHooks) Giving(q *mailbox)   { q.owner.Store(h.victim); h.thief.give
 func (h stealHooks) Ungiving(q *mailbox) { q.owner.Store(h.thief) }
 func (h stealHooks) Taking(q *mailbox)   { q.owner.Store(h.thief); h.thief.taken = q }
 
+// victimStuck reports whether the batch w saw being processed at its victim
+// is still the same one StealAge or more later: a behaviour that long means
+// the victim is stuck, and must not be given queues with actors on them.
+func (w *worker) victimStuck(now time.Duration) bool {
+	b := w.busy
+	if b.mb == nil {
+		return false
+	}
+	word := b.mb.word.Load()
+	if word&wordProcessing == 0 || word&wordSeqMask != b.word&wordSeqMask {
+		w.busy = candidate{} // that batch is over
+		return false
+	}
+	return now-b.since >= w.e.cfg.StealAge
+}
+
 // candidate is a mailbox a thief saw waiting (see steal).
 type candidate struct {
 	mb    *mailbox
@@ -617,7 +644,7 @@ func (w *worker) steal() bool {
 	w.cands = keep
 	if ready >= 0 {
 		w.st.StealAttempts++
-		return w.trySteal(ready)
+		return w.trySteal(ready, w.victimStuck(now))
 	}
 	if len(w.cands) > 0 {
 		return false // still waiting for them to age
@@ -637,11 +664,14 @@ func (w *worker) steal() bool {
 		if mb == nil {
 			continue // another thief is mid-swap on this slot
 		}
-		if word := mb.word.Load(); isCandidateWord(word) {
+		word := mb.word.Load()
+		if isCandidateWord(word) {
 			if e.cfg.StealAge < 0 {
-				return w.trySteal(i)
+				return w.trySteal(i, false)
 			}
 			w.cands = append(w.cands, candidate{mb: mb, word: word, since: now})
+		} else if word&wordProcessing != 0 && (w.busy.mb == nil || w.busy.mb.word.Load()&(wordProcessing|wordSeqMask) != w.busy.word&(wordProcessing|wordSeqMask)) {
+			w.busy = candidate{mb: mb, word: word, since: now} // a new batch to watch
 		}
 	}
 	if len(w.cands) == 0 {
@@ -688,29 +718,37 @@ func (w *worker) nextLocal() *mailbox {
 	return nil
 }
 
-// giveSlot returns the own slot to give the victim in a swap: a spare if w
-// holds one (the victim gets nothing to do, and none of w's actors end up
-// waiting for a victim that may be stuck), else a random own slot.
-func (w *worker) giveSlot() int {
+// giveSlot returns the own slot to give the victim in a swap. Normally a
+// random own mailbox that is not a spare, as in the chapter: queues are
+// exchanged one for one, so both workers keep as many queues with actors as
+// before and a busy, balanced system stays balanced. When the victim is
+// stuck in a long behaviour, a spare if w holds one: none of w's actors
+// then end up waiting behind the stuck behaviour.
+func (w *worker) giveSlot(victimStuck bool) int {
 	span := w.hi - w.lo
 	start := w.rng.IntN(span)
+	fallback := w.lo + start
 	for k := 0; k < span; k++ {
 		i := w.lo + (start+k)%span
-		if mb := w.e.slots[i].Load(); mb != nil && mb.spare {
+		mb := w.e.slots[i].Load()
+		if mb == nil {
+			continue
+		}
+		if mb.spare == victimStuck {
 			return i
 		}
 	}
-	return w.lo + start
+	return fallback
 }
 
 // trySteal swaps victim slot i (where the candidate was found) with a slot
-// of w's own (see giveSlot). The swap takes whatever slot i holds at that
+// of w's own (see giveSlot; victimStuck says whether to give a spare). The swap takes whatever slot i holds at that
 // moment (usually the candidate; recorded by the Taking hook), and the
 // victim is the worker that owns slot i's range, which never changes.
-func (w *worker) trySteal(i int) bool {
+func (w *worker) trySteal(i int, victimStuck bool) bool {
 	e := w.e
 	vw := e.slotWorker[i]
-	mine := w.giveSlot()
+	mine := w.giveSlot(victimStuck)
 	if !stealing.TrySwapHooked(e.slots, i, mine, stealHooks{thief: w, victim: vw}) {
 		w.st.StealFailedSwap++
 		return false

@@ -56,7 +56,8 @@ type ChurnSize struct {
 	Share      bool
 }
 
-func (s ChurnSize) check() {
+// Check panics if s is not a valid churn or locality size.
+func (s ChurnSize) Check() {
 	if s.Spots < 1 || s.Clients <= s.Spots || s.Iterations < 1 || s.Words < 0 || s.Cells < 0 || (s.Cells > 0) != (s.Words > 0) {
 		panic(fmt.Sprintf("bench: invalid ChurnSize %+v: need 1 <= Spots < Clients, Iterations >= 1, and Words and Cells both zero or both positive", s))
 	}
@@ -99,32 +100,34 @@ func ChurnDefault(workers int) ChurnSize {
 	return ChurnSize{Clients: clients, Spots: clients / 2, Iterations: max(total/clients, 1)}
 }
 
-// churnRNG is a xorshift64 generator (one per client; never zero).
-type churnRNG uint64
+// ChurnRNG is the churn benchmarks' xorshift64 generator (one per client;
+// never zero); exported so that the peers in bench/compare draw the same
+// numbers.
+type ChurnRNG uint64
 
-func newChurnRNG(i int) churnRNG { return churnRNG(uint64(i+1)*0x9E3779B97F4A7C15 | 1) }
+func NewChurnRNG(i int) ChurnRNG { return ChurnRNG(uint64(i+1)*0x9E3779B97F4A7C15 | 1) }
 
-func (r *churnRNG) next() uint64 {
+func (r *ChurnRNG) Next() uint64 {
 	x := uint64(*r)
 	x ^= x << 13
 	x ^= x >> 7
 	x ^= x << 17
-	*r = churnRNG(x)
+	*r = ChurnRNG(x)
 	return x
 }
 
 // touch increments cells random cells of data (the chapter's work(a)).
-func (r *churnRNG) touch(data []uint64, cells int) {
+func (r *ChurnRNG) Touch(data []uint64, cells int) {
 	n := uint64(len(data))
 	for range cells {
-		data[r.next()%n]++
+		data[r.Next()%n]++
 	}
 }
 
 type churnClient struct {
 	actor.Actor
 	run      *churnRun
-	rng      churnRNG
+	rng      ChurnRNG
 	ops      int      // wakes so far
 	arrivals int      // arrivals so far
 	data     []uint64 // the client's array; with Share, nil from an arrival to the next wake
@@ -172,9 +175,9 @@ func (c *churnClient) start(*churnStart) actor.Allocation {
 func (c *churnClient) arriveAtRandom() {
 	sz := &c.run.sz
 	if sz.Cells > 0 {
-		c.rng.touch(c.data, sz.Cells)
+		c.rng.Touch(c.data, sz.Cells)
 	}
-	s := &c.run.spots[c.rng.next()%uint64(len(c.run.spots))]
+	s := &c.run.spots[c.rng.Next()%uint64(len(c.run.spots))]
 	c.arrive.data = nil
 	if sz.Share {
 		c.arrive.data, c.data = c.data, nil
@@ -233,13 +236,13 @@ func (s *churnSpot) flushed(*churnFlush) actor.Allocation {
 // Churn runs the churn benchmark (or, with Words > 0, locality) on a fresh
 // sys and stops it.
 func Churn(sys *actor.System, sz ChurnSize) (ChurnResult, error) {
-	sz.check()
+	sz.Check()
 	run := &churnRun{sz: sz, spots: make([]churnSpot, sz.Spots)}
 	clients := make([]churnClient, sz.Clients)
 	for i := range clients {
 		c := &clients[i]
 		c.run = run
-		c.rng = newChurnRNG(i)
+		c.rng = NewChurnRNG(i)
 		c.arrive.from = c
 		if sz.Words > 0 && (!sz.Share || i >= sz.Spots) {
 			c.data = make([]uint64, sz.Words)
@@ -272,16 +275,16 @@ func Churn(sys *actor.System, sz ChurnSize) (ChurnResult, error) {
 		r.Arrivals += clients[i].arrivals
 		datas = append(datas, clients[i].data)
 	}
-	r.Sum, r.Arrays = sumArrays(datas)
+	r.Sum, r.Arrays = SumArrays(datas)
 	// The starts, one arrival per arrival and one wake per operation, a
 	// flush and a stop wake per spot.
 	r.Messages = sz.Clients - sz.Spots + r.Arrivals + r.Ops + 2*sz.Spots
 	return r, nil
 }
 
-// sumArrays returns the sum of the cells of the distinct non-nil arrays and
+// SumArrays returns the sum of the cells of the distinct non-nil arrays and
 // their number (an array seen twice, which would be a bug, counts once).
-func sumArrays(datas [][]uint64) (sum uint64, n int) {
+func SumArrays(datas [][]uint64) (sum uint64, n int) {
 	seen := make(map[*uint64]bool, len(datas))
 	for _, d := range datas {
 		if len(d) == 0 || seen[&d[0]] {
@@ -310,7 +313,7 @@ func sumArrays(datas [][]uint64) (sum uint64, n int) {
 // plus the main goroutine's, hence a capacity of 2*Clients, so no send
 // blocks.
 func ChurnChan(sz ChurnSize) ChurnResult {
-	sz.check()
+	sz.Check()
 	spots := make([]chan []uint64, sz.Spots)
 	for i := range spots {
 		spots[i] = make(chan []uint64, 2*sz.Clients)
@@ -329,7 +332,7 @@ func ChurnChan(sz ChurnSize) ChurnResult {
 	for i := range sz.Clients {
 		go func() {
 			defer wg.Done()
-			rng := newChurnRNG(i)
+			rng := NewChurnRNG(i)
 			var data []uint64
 			if sz.Words > 0 && (!sz.Share || i >= sz.Spots) {
 				data = make([]uint64, sz.Words)
@@ -342,9 +345,9 @@ func ChurnChan(sz ChurnSize) ChurnResult {
 						return
 					}
 					if sz.Cells > 0 {
-						rng.touch(data, sz.Cells)
+						rng.Touch(data, sz.Cells)
 					}
-					spot = int(rng.next() % uint64(sz.Spots))
+					spot = int(rng.Next() % uint64(sz.Spots))
 					var give []uint64
 					if sz.Share {
 						give, data = data, nil
@@ -388,6 +391,6 @@ func ChurnChan(sz ChurnSize) ChurnResult {
 			datas = append(datas, <-s)
 		}
 	}
-	r.Sum, r.Arrays = sumArrays(datas)
+	r.Sum, r.Arrays = SumArrays(datas)
 	return r
 }

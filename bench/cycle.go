@@ -48,7 +48,8 @@ func (s CycleSize) Messages() int { return s.Rings * s.Hops }
 // Actors is the number of actors (or goroutines) of a run.
 func (s CycleSize) Actors() int { return s.Rings * s.RingSize }
 
-func (s CycleSize) check() {
+// Check panics if s is not a valid cycle size.
+func (s CycleSize) Check() {
 	if s.Rings < 1 || s.RingSize < 1 || s.Hops < s.RingSize {
 		panic(fmt.Sprintf("bench: invalid CycleSize %+v: need Rings >= 1, RingSize >= 1, Hops >= RingSize", s))
 	}
@@ -106,7 +107,7 @@ func Cycle(sys *actor.System, sz CycleSize) error {
 
 // cycle runs Cycle and returns the actors, for tests to count receives.
 func cycle(sys *actor.System, sz CycleSize) ([]cycleActor, error) {
-	sz.check()
+	sz.Check()
 	// Ring k is actors[k*RingSize : (k+1)*RingSize].
 	actors := make([]cycleActor, sz.Actors())
 	for i := range actors {
@@ -134,7 +135,7 @@ func cycle(sys *actor.System, sz CycleSize) ([]cycleActor, error) {
 // CycleChan is Cycle with one goroutine and one channel (capacity 1: a ring
 // has one token) per actor. It returns the number of hops it counted.
 func CycleChan(sz CycleSize) int {
-	sz.check()
+	sz.Check()
 	n := sz.Actors()
 	chans := make([]chan *cycleToken, n)
 	for i := range chans {

@@ -43,9 +43,10 @@ func PeakRSS() int64 {
 	return 0
 }
 
-// MemorySampler records the peak of the Go runtime's total mapped memory
-// (/memory/classes/total:bytes) while it runs, sampling every millisecond.
-// Unlike PeakRSS it can be reset between benchmark runs in one process.
+// MemorySampler records the peak of the memory the Go runtime holds from the
+// operating system (/memory/classes/total:bytes minus the heap memory it has
+// released back), sampling every millisecond. Unlike PeakRSS it can be
+// restarted between benchmark runs in one process.
 type MemorySampler struct {
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -55,12 +56,10 @@ type MemorySampler struct {
 // StartMemorySampler starts sampling.
 func StartMemorySampler() *MemorySampler {
 	s := &MemorySampler{stop: make(chan struct{})}
-	sample := []metrics.Sample{{Name: "/memory/classes/total:bytes"}}
+	samples := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
 	read := func() {
-		metrics.Read(sample)
-		if v := sample[0].Value.Uint64(); v > s.peak {
-			s.peak = v
-		}
+		metrics.Read(samples)
+		s.peak = max(s.peak, samples[0].Value.Uint64()-samples[1].Value.Uint64())
 	}
 	read()
 	s.wg.Add(1)

@@ -52,7 +52,7 @@ type leaderRun struct {
 	seen     []atomic.Int64 // seen[i]: the last epoch actor i received; stored by actor i, loaded by the spinning leader
 	epoch    leaderEpoch    // shared by all: only read
 	lead     leaderLead     // the one lead message: one leader at a time
-	rng      churnRNG       // used by the leader of the moment only (the lead message orders them)
+	rng      ChurnRNG       // used by the leader of the moment only (the lead message orders them)
 	timeout  time.Duration
 	want     int // transfers to run
 	start    time.Time
@@ -113,7 +113,7 @@ func (a *leaderActor) onLead(*leaderLead) actor.Allocation {
 	if r.result.Transfers == r.want {
 		return a.finish()
 	}
-	next := int(r.rng.next() % uint64(len(r.actors)))
+	next := int(r.rng.Next() % uint64(len(r.actors)))
 	if err := actor.Send(&r.actors[next], &r.lead, (*leaderActor).onLead); err != nil {
 		panic(err)
 	}
@@ -141,7 +141,7 @@ func TransferLeader(sys *actor.System, transfers int, timeout time.Duration) (Tr
 		panic(fmt.Sprintf("bench: TransferLeader needs transfers >= 1 and timeout > 0, got %d and %v", transfers, timeout))
 	}
 	n := sys.Config().Queues
-	r := &leaderRun{actors: make([]leaderActor, n), seen: make([]atomic.Int64, n), timeout: timeout, want: transfers, rng: newChurnRNG(n)}
+	r := &leaderRun{actors: make([]leaderActor, n), seen: make([]atomic.Int64, n), timeout: timeout, want: transfers, rng: NewChurnRNG(n)}
 	for i := range r.actors {
 		r.actors[i] = leaderActor{run: r, id: i}
 		if _, err := actor.Spawn(sys, &r.actors[i]); err != nil {

@@ -3,11 +3,8 @@ package compare
 import (
 	"runtime"
 	"runtime/debug"
-	"runtime/metrics"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -89,11 +86,11 @@ func BenchmarkCompare(b *testing.B) {
 				b.ReportAllocs()
 				var metric, msgs, secs, peak float64
 				for i := 0; i < b.N; i++ {
-					var mem *memSampler
+					var mem *bench.MemorySampler
 					if p.Name == "executor" {
 						b.StopTimer()
 						debug.FreeOSMemory()
-						mem = startMemSampler()
+						mem = bench.StartMemorySampler()
 						b.StartTimer()
 					}
 					r, err := p.Run(sys, workers, sz)
@@ -101,7 +98,7 @@ func BenchmarkCompare(b *testing.B) {
 						b.Fatal(err)
 					}
 					if mem != nil {
-						peak = max(peak, float64(mem.stop())/(1<<20))
+						peak = max(peak, float64(mem.Stop())/(1<<20))
 					}
 					metric += p.Metric.Value(r)
 					msgs += float64(r.Messages)
@@ -117,46 +114,6 @@ func BenchmarkCompare(b *testing.B) {
 			})
 		}
 	}
-}
-
-// memSampler records the peak, sampled every millisecond, of the memory the
-// Go runtime has mapped and not released to the OS.
-type memSampler struct {
-	done chan struct{}
-	wg   sync.WaitGroup
-	peak uint64 // written by the sampling goroutine only; read after wg.Wait
-}
-
-func startMemSampler() *memSampler {
-	s := &memSampler{done: make(chan struct{})}
-	samples := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
-	read := func() {
-		metrics.Read(samples)
-		s.peak = max(s.peak, samples[0].Value.Uint64()-samples[1].Value.Uint64())
-	}
-	read()
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		t := time.NewTicker(time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-s.done:
-				read()
-				return
-			case <-t.C:
-				read()
-			}
-		}
-	}()
-	return s
-}
-
-func (s *memSampler) stop() uint64 {
-	close(s.done)
-	s.wg.Wait()
-	return s.peak
 }
 
 func TestBalanceCountsActors(t *testing.T) {

@@ -24,7 +24,6 @@ import (
 	"github.com/anthdm/hollywood/actor"
 
 	"github.com/actord/actord/bench"
-	"github.com/actord/actord/bench/compare/internal/common"
 )
 
 // NewEngine returns a fresh local engine.
@@ -384,7 +383,7 @@ func (a *cycleActor) Receive(ctx *actor.Context) {
 // Cycle runs the cycle benchmark (see bench.Cycle); it returns the number
 // of hops.
 func Cycle(e *actor.Engine, sz bench.CycleSize) int {
-	common.CheckCycle(sz)
+	sz.Check()
 	var wg sync.WaitGroup
 	wg.Add(sz.Actors())
 	actors := make([]cycleActor, sz.Actors())
@@ -425,7 +424,7 @@ type churnRun struct {
 type churnClient struct {
 	stopper
 	run      *churnRun
-	rng      common.RNG
+	rng      bench.ChurnRNG
 	ops      int
 	arrivals int
 	data     []uint64
@@ -516,7 +515,7 @@ func (s *churnSpot) Receive(ctx *actor.Context) {
 // bench.Churn, which explains why the flush finds every spot holding a
 // client and nothing in flight).
 func Churn(e *actor.Engine, sz bench.ChurnSize) bench.ChurnResult {
-	common.CheckChurn(sz)
+	sz.Check()
 	var wg sync.WaitGroup
 	wg.Add(sz.Clients + sz.Spots)
 	run := &churnRun{sz: sz, flush: &churnFlush{}}
@@ -526,7 +525,7 @@ func Churn(e *actor.Engine, sz bench.ChurnSize) bench.ChurnResult {
 		c := &clients[i]
 		c.stopper = stopper{&wg}
 		c.run = run
-		c.rng = common.NewRNG(i)
+		c.rng = bench.NewChurnRNG(i)
 		c.arrive.wake = &c.wake
 		if sz.Words > 0 && (!sz.Share || i >= sz.Spots) {
 			c.data = make([]uint64, sz.Words)
@@ -551,7 +550,7 @@ func Churn(e *actor.Engine, sz bench.ChurnSize) bench.ChurnResult {
 		r.Arrivals += clients[i].arrivals
 		datas = append(datas, clients[i].data)
 	}
-	r.Sum, r.Arrays = common.SumArrays(datas)
+	r.Sum, r.Arrays = bench.SumArrays(datas)
 	r.Messages = sz.Clients - sz.Spots + r.Arrivals + r.Ops + 2*sz.Spots
 	return r
 }

@@ -25,7 +25,6 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/actord/actord/bench"
-	"github.com/actord/actord/bench/compare/internal/common"
 )
 
 // NewSystem returns a fresh actor system that logs nothing.
@@ -393,7 +392,7 @@ func (a *cycleActor) Receive(ctx actor.Context) {
 // Cycle runs the cycle benchmark (see bench.Cycle); it returns the number
 // of hops.
 func Cycle(sys *actor.ActorSystem, sz bench.CycleSize) int {
-	common.CheckCycle(sz)
+	sz.Check()
 	var wg sync.WaitGroup
 	wg.Add(sz.Actors())
 	actors := make([]cycleActor, sz.Actors())
@@ -435,7 +434,7 @@ type churnRun struct {
 type churnClient struct {
 	stopper
 	run      *churnRun
-	rng      common.RNG
+	rng      bench.ChurnRNG
 	ops      int
 	arrivals int
 	data     []uint64
@@ -526,7 +525,7 @@ func (s *churnSpot) Receive(ctx actor.Context) {
 // bench.Churn, which explains why the flush finds every spot holding a
 // client and nothing in flight).
 func Churn(sys *actor.ActorSystem, sz bench.ChurnSize) bench.ChurnResult {
-	common.CheckChurn(sz)
+	sz.Check()
 	var wg sync.WaitGroup
 	wg.Add(sz.Clients + sz.Spots)
 	run := &churnRun{sz: sz, flush: &churnFlush{}}
@@ -536,7 +535,7 @@ func Churn(sys *actor.ActorSystem, sz bench.ChurnSize) bench.ChurnResult {
 		c := &clients[i]
 		c.stopper = stopper{&wg}
 		c.run = run
-		c.rng = common.NewRNG(i)
+		c.rng = bench.NewChurnRNG(i)
 		c.arrive.wake = &c.wake
 		if sz.Words > 0 && (!sz.Share || i >= sz.Spots) {
 			c.data = make([]uint64, sz.Words)
@@ -562,7 +561,7 @@ func Churn(sys *actor.ActorSystem, sz bench.ChurnSize) bench.ChurnResult {
 		r.Arrivals += clients[i].arrivals
 		datas = append(datas, clients[i].data)
 	}
-	r.Sum, r.Arrays = common.SumArrays(datas)
+	r.Sum, r.Arrays = bench.SumArrays(datas)
 	r.Messages = sz.Clients - sz.Spots + r.Arrivals + r.Ops + 2*sz.Spots
 	return r
 }

@@ -63,33 +63,40 @@ func BenchmarkChurn(b *testing.B) {
 	for _, spots := range slices.Compact(sweep) {
 		sz := base
 		sz.Spots = spots
-		b.Run(fmt.Sprintf("spots=%d/system=actord", sz.Spots), func(b *testing.B) {
-			b.ReportAllocs()
-			ops, msgs := 0, 0
-			for i := 0; i < b.N; i++ {
-				b.StopTimer()
-				sys := startSystem(b)
-				b.StartTimer()
-				r, err := Churn(sys, sz)
-				if err != nil {
-					b.Fatal(err)
-				}
-				ops += r.Ops
-				msgs += r.Messages
-			}
-			b.ReportMetric(float64(ops)/b.Elapsed().Seconds(), "ops/s")
-			reportRate(b, msgs)
-		})
-		b.Run(fmt.Sprintf("spots=%d/system=chan", sz.Spots), func(b *testing.B) {
-			b.ReportAllocs()
-			ops, msgs := 0, 0
-			for i := 0; i < b.N; i++ {
-				r := ChurnChan(sz)
-				ops += r.Ops
-				msgs += r.Ops + r.Arrivals
-			}
-			b.ReportMetric(float64(ops)/b.Elapsed().Seconds(), "ops/s")
-			reportRate(b, msgs) // a V and a P count as a message each
-		})
+		b.Run(fmt.Sprintf("spots=%d/system=actord", sz.Spots), func(b *testing.B) { benchChurnActord(b, sz, Churn) })
+		b.Run(fmt.Sprintf("spots=%d/system=chan", sz.Spots), func(b *testing.B) { benchChurnChan(b, sz, ChurnChan) })
 	}
+}
+
+// benchChurnActord times run (Churn or Locality) on a fresh system per
+// iteration and reports operations and messages per second.
+func benchChurnActord(b *testing.B, sz ChurnSize, run func(*actor.System, ChurnSize) (ChurnResult, error)) {
+	b.ReportAllocs()
+	ops, msgs := 0, 0
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		sys := startSystem(b)
+		b.StartTimer()
+		r, err := run(sys, sz)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ops += r.Ops
+		msgs += r.Messages
+	}
+	b.ReportMetric(float64(ops)/b.Elapsed().Seconds(), "ops/s")
+	reportRate(b, msgs)
+}
+
+// benchChurnChan is benchChurnActord for the goroutine versions.
+func benchChurnChan(b *testing.B, sz ChurnSize, run func(ChurnSize) ChurnResult) {
+	b.ReportAllocs()
+	ops, msgs := 0, 0
+	for i := 0; i < b.N; i++ {
+		r := run(sz)
+		ops += r.Ops
+		msgs += r.Ops + r.Arrivals
+	}
+	b.ReportMetric(float64(ops)/b.Elapsed().Seconds(), "ops/s")
+	reportRate(b, msgs) // a V and a P count as a message each
 }

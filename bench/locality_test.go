@@ -40,33 +40,7 @@ func BenchmarkLocality(b *testing.B) {
 	w := runtime.GOMAXPROCS(0)
 	for _, mode := range []string{"noshare", "share"} {
 		sz := LocalityDefault(w, mode == "share")
-		b.Run("mode="+mode+"/system=actord", func(b *testing.B) {
-			b.ReportAllocs()
-			ops, msgs := 0, 0
-			for i := 0; i < b.N; i++ {
-				b.StopTimer()
-				sys := startSystem(b)
-				b.StartTimer()
-				r, err := Locality(sys, sz)
-				if err != nil {
-					b.Fatal(err)
-				}
-				ops += r.Ops
-				msgs += r.Messages
-			}
-			b.ReportMetric(float64(ops)/b.Elapsed().Seconds(), "ops/s")
-			reportRate(b, msgs)
-		})
-		b.Run("mode="+mode+"/system=chan", func(b *testing.B) {
-			b.ReportAllocs()
-			ops, msgs := 0, 0
-			for i := 0; i < b.N; i++ {
-				r := LocalityChan(sz)
-				ops += r.Ops
-				msgs += r.Ops + r.Arrivals
-			}
-			b.ReportMetric(float64(ops)/b.Elapsed().Seconds(), "ops/s")
-			reportRate(b, msgs) // a V and a P count as a message each
-		})
+		b.Run("mode="+mode+"/system=actord", func(b *testing.B) { benchChurnActord(b, sz, Locality) })
+		b.Run("mode="+mode+"/system=chan", func(b *testing.B) { benchChurnChan(b, sz, LocalityChan) })
 	}
 }

@@ -45,7 +45,7 @@ actord runs an actor workload on actord's executor and serves its statistics:
   /debug/pprof/   Go profiles
   /healthz        200 "ok" while the workload runs
 It runs until SIGINT or SIGTERM (or -duration), then stops its actors
-gracefully and logs the final statistics.
+gracefully and logs the final statistics; a second signal ends it at once.
 
 Workloads (-workload), with what -size and -rate mean for each:
   mixed          (default) a service-like load on one long-lived system:

@@ -11,9 +11,14 @@
 // 503 while starting or stopping). SIGINT or SIGTERM stops the workload
 // gracefully: the mixed workload terminates its actors with poison pills in
 // an order that leaves no message undelivered and stops its system; a
-// benchmark workload finishes its current run. The final statistics, and
-// Stop's error if any, are logged (log/slog); the exit status is 0 only if
-// the stop was clean. A second signal kills the process at once.
+// benchmark workload finishes its current run (waiting at most
+// -shutdown-timeout). The final statistics, and Stop's error if any, are
+// logged (log/slog); the exit status is 0 only if the stop was clean.
+//
+// A second SIGINT or SIGTERM ends the process at once, without waiting for
+// the graceful stop to finish: it is logged, and the exit status is 128 plus
+// the signal's number (130 for SIGINT, 143 for SIGTERM), as a shell reports a
+// process killed by that signal.
 //
 // Run `actord -h` for the flags and workloads; every flag has an environment
 // variable (ACTORD_LISTEN, ACTORD_WORKERS, ...). dashboards/README.md shows
@@ -49,9 +54,10 @@ func main() {
 	os.Exit(run(context.Background(), os.Args[1:], os.Getenv, os.Stderr, nil))
 }
 
-// run is the whole program, minus os.Exit: it returns the exit status.
-// ready, if not nil, is called with the address being served once the
-// workload has started.
+// run is the whole program, minus os.Exit: it returns the exit status,
+// except after a second signal, when it ends the process itself (see
+// handleSignals). ready, if not nil, is called with the address being served
+// once the workload has started.
 func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, ready func(addr string)) int {
 	cfg, err := parseConfig(args, getenv, stderr)
 	if errors.Is(err, flag.ErrHelp) {
@@ -63,8 +69,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	log := cfg.newLogger(stderr)
 
-	ctx, stopSignals := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
-	defer stopSignals()
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	releaseSignals := handleSignals(log, stop, os.Exit)
+	defer releaseSignals()
 	if cfg.duration > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, cfg.duration)
@@ -110,7 +118,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 
 	runErr := w.run(ctx)
-	stopSignals() // from now on a second signal kills the process
 	healthy.Store(false)
 	stopReport()
 	wg.Wait()
@@ -132,6 +139,51 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return 1
 	}
 	return 0
+}
+
+// errSignalled is the cause of the run context's end when a signal stopped
+// the workload.
+var errSignalled = errors.New("actord: signalled")
+
+// handleSignals catches SIGINT and SIGTERM until the returned release
+// function is called. The first signal calls stop, which begins the graceful
+// stop, and is logged. A second one is logged and ends the process at once,
+// by calling exit with 128 plus the signal's number, without waiting for the
+// graceful stop or for anything else run would do. release stops catching
+// the signals (restoring their default action, which ends the process,
+// unless something else in the process catches them too) and returns once
+// the handler has ended; it must be called once.
+func handleSignals(log *slog.Logger, stop context.CancelCauseFunc, exit func(code int)) (release func()) {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		select {
+		case s := <-sigs:
+			log.Warn("signal received: stopping gracefully; a second signal ends the process at once", "signal", s.String())
+			stop(fmt.Errorf("%w: %v", errSignalled, s))
+		case <-done:
+			return
+		}
+		select {
+		case s := <-sigs:
+			code := 1
+			if n, ok := s.(syscall.Signal); ok {
+				code = 128 + int(n)
+			}
+			log.Error("second signal: exiting at once, without finishing the graceful stop", "signal", s.String(), "exit_status", code)
+			exit(code)
+		case <-done:
+		}
+	}()
+	return func() {
+		signal.Stop(sigs)
+		close(done)
+		wg.Wait()
+	}
 }
 
 func workersOf(cfg config) int {

@@ -6,7 +6,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Allowed returns the CPUs the process may run on, in increasing order.
+// Allowed returns the CPUs the calling thread may run on, in increasing order:
+// the process's allowed set, unless the calling thread was pinned.
 func Allowed() ([]int, error) {
 	var set unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &set); err != nil {
@@ -33,6 +34,3 @@ func Pin(cpu int) error {
 	}
 	return nil
 }
-
-// Current returns the CPU set of the calling thread.
-func Current() ([]int, error) { return Allowed() }

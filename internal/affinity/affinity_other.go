@@ -7,6 +7,3 @@ func Allowed() ([]int, error) { return nil, ErrUnsupported }
 
 // Pin is not supported on this platform.
 func Pin(int) error { return ErrUnsupported }
-
-// Current is not supported on this platform.
-func Current() ([]int, error) { return nil, ErrUnsupported }

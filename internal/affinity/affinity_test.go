@@ -20,7 +20,7 @@ func TestPinRestrictsThread(t *testing.T) {
 		defer close(done)
 		runtime.LockOSThread() // never unlocked: the pinned thread dies with the goroutine
 		require.NoError(t, Pin(target))
-		got, err := Current()
+		got, err := Allowed() // the calling (pinned) thread's set
 		require.NoError(t, err)
 		require.Equal(t, []int{target}, got)
 	}()

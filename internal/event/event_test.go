@@ -1,6 +1,7 @@
 package event
 
 import (
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -24,7 +25,7 @@ func TestWaitReturnsWhenWordChanged(t *testing.T) {
 		select {
 		case <-done:
 		case <-time.After(10 * time.Second):
-			t.Fatalf("%v: Wait blocked although the word was not parked", e.Kind())
+			t.Fatalf("%v: Wait blocked although the word was not parked", k)
 		}
 	}
 }
@@ -90,6 +91,37 @@ func TestNoLostWakeups(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestValid(t *testing.T) {
+	for _, k := range []Kind{Default, KindFutex, KindChan} {
+		if !Valid(k) {
+			t.Errorf("Valid(%v) = false", k)
+		}
+	}
+	for _, k := range []Kind{KindChan + 1, 7, 255} {
+		if Valid(k) {
+			t.Errorf("Valid(%d) = true for an undefined kind", uint8(k))
+		}
+		if got, want := k.String(), "Kind("+strconv.Itoa(int(k))+")"; got != want {
+			t.Errorf("String() = %q, want %q", got, want)
+		}
+	}
+	for k, want := range map[Kind]string{Default: "default", KindFutex: "futex", KindChan: "chan"} {
+		if got := k.String(); got != want {
+			t.Errorf("String() = %q, want %q", got, want)
+		}
+	}
+}
+
+func TestInitRejectsUndefinedKind(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("Init accepted an undefined kind")
+		}
+	}()
+	var e Event
+	e.Init(KindChan + 1)
 }
 
 func BenchmarkPingPong(b *testing.B) {

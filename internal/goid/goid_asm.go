@@ -2,9 +2,8 @@
 
 package goid
 
-const supported = true
+// archSupported reports that getg is implemented in assembly here.
+const archSupported = true
 
-// Get returns an identity of the calling goroutine (its runtime g pointer).
-//
-//go:noescape
-func Get() uintptr
+// getg returns the calling goroutine's runtime g pointer (goid_$GOARCH.s).
+func getg() uintptr

@@ -2,7 +2,8 @@
 
 package goid
 
-const supported = false
+// archSupported reports that this architecture has no assembly getg.
+const archSupported = false
 
-// Get returns 0: goroutine identity is not available on this architecture.
-func Get() uintptr { return 0 }
+// getg is never called here (Supported is false); it returns 0.
+func getg() uintptr { return 0 }

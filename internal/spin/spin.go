@@ -29,9 +29,6 @@ func (b *Backoff) Pause() {
 	runtime.Gosched()
 }
 
-// Reset restarts the backoff for a new wait.
-func (b *Backoff) Reset() { b.n = 0 }
-
 // delay busy-waits for about n loop iterations. It is not inlined and returns
 // its sum, so the compiler cannot remove the loop.
 //

@@ -8,17 +8,17 @@ import (
 
 // ---- balance-one and balance-multi ----------------------------------------
 //
-// The chapter's stealing benchmarks exploit round-robin placement: actor
-// number t lives on queue t mod Q, and worker w owns a contiguous range of
-// queues. The programs create actors in ticket order and keep only those
+// The Actors chapter's stealing benchmarks exploit round-robin placement:
+// actor number t lives on queue t mod Q, and worker w owns a contiguous range
+// of queues. The programs create actors in ticket order and keep only those
 // whose queue belongs to a loaded worker as working actors (the executor
 // workload, fewer rounds); every other actor is a dummy that terminates after
 // one message. Balance-one loads worker 0 only; balance-multi loads every
-// other worker (0, 2, 4, ...). Without stealing the loaded workers do all
-// the work; with stealing the idle ones take queues from them. With stealing,
-// the ideal is that all N workers share the work: balance-one then runs N
-// times faster than without stealing (2 times on 2 workers), balance-multi 2
-// times faster (half the workers were loaded). (The chapter states its ideal
+// other worker (0, 2, 4, ...). Without stealing the loaded workers do all the
+// work; with stealing the idle ones take queues from them. With stealing, the
+// ideal is that all N workers share the work: balance-one then runs N times
+// faster than without stealing (2 times on 2 workers), balance-multi 2 times
+// faster (half the workers were loaded). (The Actors chapter states its ideal
 // speedup as "N / N - 1", in a normalisation it does not spell out.)
 //
 // The programs must run on a fresh system (tickets start at 0) whose
@@ -33,7 +33,7 @@ type BalanceSize struct {
 func (s BalanceSize) Messages() int { return s.Working * (s.Set*s.Rounds + 1) }
 
 // BalanceDefault: 4,000 working actors in groups of 100 for 40 rounds with
-// ACTORD_BENCH_FULL=1 (the chapter does not give its round count), else
+// ACTORD_BENCH_FULL=1 (the Actors chapter does not give its round count), else
 // 1,600 working actors for 10 rounds (1.6 million messages).
 func BalanceDefault() BalanceSize {
 	if Full() {

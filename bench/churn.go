@@ -22,8 +22,8 @@ import (
 //     and holds the newcomer instead;
 //   - a woken client counts one operation and arrives again at a random spot.
 //
-// Clients 0..Spots-1 start held by spots 0..Spots-1 (the chapter's source
-// starts its first threads blocked, skipping their first V); the other
+// Clients 0..Spots-1 start held by spots 0..Spots-1 (the scheduler chapter's
+// source starts its first threads blocked, skipping their first V); the other
 // Clients-Spots clients start by arriving. From then on every spot always
 // holds exactly one client, and Clients-Spots clients circulate: their
 // arrivals and wakes are the traffic.
@@ -48,8 +48,8 @@ import (
 
 // ChurnSize is the shape of the churn and locality benchmarks.
 type ChurnSize struct {
-	Clients    int // clients (the chapter's threads), more than Spots
-	Spots      int // spots (the chapter's semaphores), at least 1
+	Clients    int // clients (the scheduler chapter's threads), more than Spots
+	Spots      int // spots (the scheduler chapter's semaphores), at least 1
 	Iterations int // wakes after which a client finishes, at least 1
 	Words      int // locality: words of each client's array (0 for churn)
 	Cells      int // locality: random cells incremented before each arrival
@@ -80,7 +80,7 @@ func (s ChurnSize) arrays() int {
 
 // ChurnResult is what a churn or locality run did.
 type ChurnResult struct {
-	Ops      int    // wakes received by clients (the chapter's iterations), stop wakes excluded
+	Ops      int    // wakes received by clients (the scheduler chapter's iterations), stop wakes excluded
 	Arrivals int    // arrivals sent by clients
 	Sum      uint64 // sum of every array's cells: Cells*Arrivals
 	Arrays   int    // distinct arrays found in the clients (and, for the channel version, the channels) at the end
@@ -88,8 +88,8 @@ type ChurnResult struct {
 }
 
 // ChurnDefault is the churn benchmark's size on workers workers: the
-// chapter's 100 clients per worker, half as many spots (the chapter does not
-// give its spot count), and about 1 million operations in all (10 million
+// scheduler chapter's 100 clients per worker, half as many spots (it does
+// not give its spot count), and about 1 million operations in all (10 million
 // with ACTORD_BENCH_FULL=1).
 func ChurnDefault(workers int) ChurnSize {
 	workers = max(workers, 1)
@@ -116,7 +116,8 @@ func (r *ChurnRNG) Next() uint64 {
 	return x
 }
 
-// touch increments cells random cells of data (the chapter's work(a)).
+// Touch increments cells random cells of data (the scheduler chapter's
+// work(a)).
 func (r *ChurnRNG) Touch(data []uint64, cells int) {
 	n := uint64(len(data))
 	for range cells {
@@ -299,11 +300,11 @@ func SumArrays(datas [][]uint64) (sum uint64, n int) {
 	return sum, n
 }
 
-// ChurnChan is Churn on goroutines with buffered channels as the chapter's
-// counting semaphores: V is a send and P a receive, on the same random spot.
-// With Share the token carries the array, so the array moves to whichever
-// goroutine receives it. Goroutines 0..Spots-1 start with a P on their own
-// spot.
+// ChurnChan is Churn on goroutines with buffered channels as the scheduler
+// chapter's counting semaphores: V is a send and P a receive, on the same
+// random spot. With Share the token carries the array, so the array moves to
+// whichever goroutine receives it. Goroutines 0..Spots-1 start with a P on
+// their own spot.
 //
 // Termination as for Churn: when Clients-Spots goroutines have finished,
 // the last one sets a stop flag, and the main goroutine then sends Clients

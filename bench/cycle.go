@@ -11,18 +11,18 @@ import (
 // ---- cycle -----------------------------------------------------------------
 //
 // Adapted from the scheduler chapter's cycle benchmark: actors form rings of
-// RingSize (the chapter's 5) and each ring passes one preallocated token
-// around; every receive forwards it to the next member. Every hop is a push
-// onto the next actor's queue and a pop by whichever worker serves it, with
-// no shortcut: the token is the only message of its ring, so a ring member
-// always waits for a whole lap before it runs again. Many rings (the
+// RingSize (the scheduler chapter's 5) and each ring passes one preallocated
+// token around; every receive forwards it to the next member. Every hop is a
+// push onto the next actor's queue and a pop by whichever worker serves it,
+// with no shortcut: the token is the only message of its ring, so a ring member
+// always waits for a whole lap before it runs again. Many rings (the scheduler
 // chapter's 100 per worker, "busy") keep every worker loaded; one ring per
 // worker ("near idle") leaves the queues mostly empty, which exercises the
 // workers' idle and wake-up path.
 //
 // The actors are created interleaved, member j of ring k at position
-// k + j*Rings, as the chapter's source links its threads, so that with
-// round-robin placement the members of a ring sit on different queues
+// k + j*Rings, as the scheduler chapter's source links its threads, so that
+// with round-robin placement the members of a ring sit on different queues
 // (neighbours are Rings tickets apart, and Rings is not a multiple of the
 // queue count with the default 16 queues per worker). With few rings the
 // actors fill only the first queues, which belong to worker 0: in the near

@@ -9,7 +9,7 @@ import (
 
 // ---- executor --------------------------------------------------------------
 //
-// The chapter's executor benchmark: Actors actors in groups of Set; each
+// The Actors chapter's executor benchmark: Actors actors in groups of Set; each
 // actor, on every receive, sends one shared message to the next member of its
 // group in round-robin order (itself included), and deletes itself after
 // Set*Rounds+1 receives. Every actor gets one kick-off message. There is no

@@ -17,18 +17,19 @@ import (
 //     the queue is stolen.
 //   - share: the arrival carries the array and the spot hands it to the
 //     client it wakes, so the array changes owner, and usually worker, on
-//     every operation (the chapter's spots[r].V(a); a = spots[r].P()).
+//     every operation (the scheduler chapter's
+//     spots[r].V(a); a = spots[r].P()).
 //
-// The chapter gives no array size, cells per operation or spot count. We
-// use 2048 words (16 KiB, half an L1 data cache of the machines we run on)
-// and 64 cells per operation (64 random cache lines of the array's 256), 100
-// clients per worker (the chapter's left column) and half as many spots, as
-// for churn: 50 clients per worker circulate, so a worker's circulating
-// arrays (800 KiB) overflow its private caches and touching them costs about
-// as much as the messaging. (With few circulating clients, such as the
+// The scheduler chapter gives no array size, cells per operation or spot
+// count. We use 2048 words (16 KiB, half of a 32 KiB L1 data cache) and 64
+// cells per operation (64 random cache lines of the array's 256), 100 clients
+// per worker (the scheduler chapter's left column) and half as many spots, as
+// for churn: 50 clients per worker circulate, so a worker's circulating arrays
+// (800 KiB) overflow its private caches and touching them costs about as much
+// as the messaging. (With few circulating clients, such as the scheduler
 // chapter's source default of threads minus processors spots, the run is
-// dominated by the latency of waking the next client instead: we measured
-// 4 circulating clients per worker at a fifth of the throughput.)
+// dominated by the latency of waking the next client instead; see
+// BENCHMARKS.md.)
 
 // LocalityDefault is the locality benchmark's size on workers workers (see
 // above), with about 500,000 operations in all (5 million with

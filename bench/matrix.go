@@ -29,7 +29,8 @@ func NewMatrices(n int) *Matrices {
 	return m
 }
 
-// MatrixDefault is the chapter's 3072 with ACTORD_BENCH_FULL=1, else 512.
+// MatrixDefault is the Actors chapter's 3072 with ACTORD_BENCH_FULL=1, else
+// 512.
 func MatrixDefault() int {
 	if Full() {
 		return 3072
@@ -38,10 +39,10 @@ func MatrixDefault() int {
 }
 
 // Row computes row i of Z. Every system (actord, goroutines, the peers in
-// bench/compare) calls this one function, not inlined: inlined at different
-// call sites, the same loop was measured to run at very different speeds
-// (41 ms at one site, 76 ms at another), which would make the comparison
-// about code placement instead of scheduling.
+// bench/compare) calls this one function, never inlined, so every system runs
+// the same machine code for the row loop and the comparison is about
+// scheduling, not about how the compiler placed the loop at each call site
+// (which changes its speed a lot: see BENCHMARKS.md).
 //
 //go:noinline
 func (m *Matrices) Row(i int) {

@@ -21,7 +21,7 @@ type RepeatSize struct{ Servers, Rounds int }
 // Messages is the number of messages the program sends.
 func (s RepeatSize) Messages() int { return 2 * s.Servers * s.Rounds }
 
-// RepeatDefault: the chapter's 100,000 servers and 200 rounds with
+// RepeatDefault: the Actors chapter's 100,000 servers and 200 rounds with
 // ACTORD_BENCH_FULL=1, else 10,000 servers and 20 rounds.
 func RepeatDefault() RepeatSize {
 	if Full() {

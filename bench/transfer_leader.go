@@ -9,7 +9,7 @@ import (
 	"github.com/actord/actord/actor"
 )
 
-// ---- transfer, the chapter's leader version --------------------------------
+// ---- transfer, the scheduler chapter's leader version ----------------------
 //
 // The scheduler chapter's transfer experiment, park variant, with actors:
 // one actor at a time is the leader. The leader starts epoch e by sending
@@ -20,7 +20,8 @@ import (
 // worker: the epoch messages queued on that worker's other queues are
 // received only if another worker steals those queues. Without stealing (or
 // with a heuristic that never finds them) the leader waits forever: after
-// Timeout it gives up and the run did not complete (DNC), as in the chapter.
+// Timeout it gives up and the run did not complete (DNC), as the scheduler
+// chapter reports such runs.
 //
 // Each actor needs its own queue, or an actor sharing the leader's queue
 // could not run before the leader's behaviour returns, whatever the
@@ -107,7 +108,7 @@ func (a *leaderActor) onLead(*leaderLead) actor.Allocation {
 			}
 			return a.finish()
 		}
-		// busy: a leader that spins, as in the chapter
+		// busy: a leader that spins, as in the scheduler chapter
 	}
 	r.result.Transfers++
 	if r.result.Transfers == r.want {

@@ -34,7 +34,8 @@ var (
 	// Random steals from a uniformly random other worker.
 	Random Heuristic = randomH{}
 	// LongestVictim steals from the worker that attempted a steal least
-	// recently (the chapter's "longest victim").
+	// recently (the "longest victim" heuristic of the C∀ actor executor; see
+	// docs/design.md).
 	LongestVictim Heuristic = longestH{}
 )
 

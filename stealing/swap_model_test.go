@@ -12,7 +12,7 @@ package stealing
 //   - coroRun: each thief is a coroutine (iter.Pull) suspended at each
 //     request, literally single-stepped; a run is forked by replaying its
 //     schedule prefix from the initial state.
-//   - reRun (the default, ~10x faster, more so under -race): no coroutines;
+//   - reRun (the default, much faster, more so under -race): no coroutines;
 //     to make a thief's next step, its current call is re-run from the start
 //     with the recorded results of its earlier requests, the next request is
 //     performed, and the call is abandoned at the request after it. A run is
@@ -31,9 +31,10 @@ package stealing
 // gets the same counts and outcomes.)
 //
 // Checked after every step of every schedule:
-//   - nil invariant (the chapter's): a slot that holds nil written by thief X
-//     is next written only by X; nil is written only into the writer's own slot;
-//     a thief never reads nil from its own slot.
+//   - nil invariant (the one the swap's correctness proof rests on): a slot
+//     that holds nil written by thief X is next written only by X; nil is
+//     written only into the writer's own slot; a thief never reads nil from
+//     its own slot.
 //   - custody: every queue is at every moment either in exactly one slot or
 //     "held" by the one thief whose write took it out of the array, and only
 //     that thief may write it back. This rules out losing and duplicating
@@ -946,13 +947,13 @@ func firstOwnSlot(owner []int) func(w int) []int {
 	return func(w int) []int { return ownSlots(owner)(w)[:1] }
 }
 
-// allFailPredicted is the chapter's third theorem applied to a scenario of
-// one-call thieves: vertices are slots (queues), each call is an edge from
-// the thief's slot to its victim's, and an interleaving in which every swap
-// fails exists iff every connected component with an edge contains a cycle.
-// (A component without a cycle always has a successful swap, and components
-// share no slots.) Out-degree is at most one, so a component has a cycle iff
-// it has as many edges as vertices.
+// allFailPredicted is the third theorem of the C∀ Actors chapter (see
+// docs/design.md) applied to a scenario of one-call thieves: vertices are
+// slots (queues), each call is an edge from the thief's slot to its victim's,
+// and an interleaving in which every swap fails exists iff every connected
+// component with an edge contains a cycle. (A component without a cycle always
+// has a successful swap, and components share no slots.) Out-degree is at most
+// one, so a component has a cycle iff it has as many edges as vertices.
 func allFailPredicted(sc *scenario) bool {
 	parent := make([]int, len(sc.owner))
 	for i := range parent {

@@ -1,14 +1,13 @@
 package actor
 
 import (
-	"unsafe"
-
 	"github.com/actord/actord/executor"
 )
 
 // Allocation is what the executor does with an actor or a message after a
 // behaviour returns. Behaviours return the actor's status; a message's status
-// is set with Message.SetAllocation (default Nodelete).
+// is set by the behaviour receiving it with Message.SetAllocation (default
+// Nodelete).
 type Allocation = executor.Allocation
 
 const (
@@ -21,8 +20,8 @@ const (
 	// executor just drops its references and the garbage collector frees it.
 	Delete = executor.Delete
 	// Destroy: the object is finished and its Destroy hook runs, but the
-	// storage is kept for reuse: a destroyed actor may be spawned again, a
-	// destroyed message sent again.
+	// storage is kept for reuse: a destroyed actor may be spawned again once
+	// Alive reports false, a destroyed message sent again.
 	Destroy = executor.Destroy
 	// Finished: the object is finished; no hook runs. For actors and
 	// messages whose storage the program manages itself.
@@ -64,6 +63,9 @@ func (a *Actor) Alive() bool { return a.cell.Alive() }
 //		actor.Message
 //		N int
 //	}
+//
+// It takes no space and holds no state: see "Message lifetime" in the
+// package documentation.
 type Message struct {
 	cell executor.MsgCell
 }
@@ -71,12 +73,19 @@ type Message struct {
 func (m *Message) messageCell() *executor.MsgCell { return &m.cell }
 
 // SetAllocation sets what the executor does with the message after the
-// current behaviour returns (Nodelete by default). Call it from the behaviour
-// receiving the message. After Delete or Destroy the executor resets the
-// status to Nodelete before running the message's hooks.
-func (m *Message) SetAllocation(a Allocation) { m.cell.Set(a) }
+// behaviour receiving it returns: Nodelete (the default: nothing), Delete
+// (its Destroy hook, then its Release hook), Destroy (its Destroy hook) or
+// Finished (nothing). It applies to this delivery only: the next delivery of
+// the same message starts at Nodelete again. It must be called by the
+// behaviour receiving the message, on its goroutine; anywhere else it panics.
+func (m *Message) SetAllocation(a Allocation) {
+	if !m.cell.Set(a) {
+		panic("actor: SetAllocation called outside the behaviour receiving the message")
+	}
+}
 
-// Allocation returns the message's allocation status.
+// Allocation returns the status the running behaviour set for the message
+// with SetAllocation (Nodelete if it set none, or outside that behaviour).
 func (m *Message) Allocation() Allocation { return m.cell.Get() }
 
 // Ref is satisfied by a pointer to an actor type, that is, to a struct that
@@ -99,10 +108,12 @@ type Msg[T any] interface {
 //
 // Errors: ErrNotStarted (nil or zero System), ErrStopped (the system has
 // stopped), ErrAlreadySpawned (a is alive, or its termination is not over:
-// its Destroy hook is still running). An actor that terminated with Destroy
-// (or any other status) may be spawned again once its termination is over;
-// from its Release hook, or after Alive reports false and Spawn stops
-// returning ErrAlreadySpawned.
+// its Destroy hook is still running). A terminated actor may be spawned
+// again (into this system or another) by whoever owns it: after Destroy or
+// Finished, the program, once Alive reports false; after Delete, whoever
+// the Release hook handed it to (a pool), even while Release is returning.
+// An actor alive in a system stopped by an ended context counts as
+// terminated once Stop has returned.
 func Spawn[T any, A Ref[T]](sys *System, a A) (A, error) {
 	if a == nil {
 		panic("actor: Spawn of a nil actor")
@@ -110,7 +121,7 @@ func Spawn[T any, A Ref[T]](sys *System, a A) (A, error) {
 	if sys == nil || sys.e == nil {
 		return a, ErrNotStarted
 	}
-	return a, sys.e.Spawn(a.actorCell(), unsafe.Pointer(a), a)
+	return a, executor.Spawn(sys.e, a.actorCell(), a)
 }
 
 // Send queues msg for the actor to and returns at once; the executor later
@@ -120,20 +131,25 @@ func Spawn[T any, A Ref[T]](sys *System, a A) (A, error) {
 //	actor.Send(counter, &Add{N: 1}, (*Counter).Add)
 //
 // The types are checked at compile time: a message type for which the actor
-// has no behaviour cannot be sent to it. Messages from one sender to one
-// actor are received in the order they were sent. Send may be called from
-// any goroutine, including from behaviours, and does not allocate once the
-// destination queue has grown to its working size.
+// has no behaviour cannot be sent to it. The behaviour receives exactly the
+// actor pointer given as to, which may be an actor type embedded in the one
+// that was spawned. Messages from one sender to one actor are received in
+// the order they were sent. Send may be called from any goroutine,
+// including from behaviours, and does not allocate once the destination
+// queue has grown to its working size.
 //
-// msg must not be modified until the behaviour has received it. Errors:
+// Sending passes the message on: the sender must not modify it afterwards
+// (see "Message lifetime" in the package documentation). Errors:
 // ErrNotSpawned, ErrTerminated (to has terminated: nothing is delivered),
 // ErrStopped (its system has stopped).
 func Send[TA, TM any, A Ref[TA], M Msg[TM]](to A, msg M, behaviour func(A, M) Allocation) error {
 	if to == nil || msg == nil || behaviour == nil {
-		panic("actor: Send with a nil actor, message or behaviour")
+		nilSend()
 	}
-	return executor.Send(to.actorCell(), *(*unsafe.Pointer)(unsafe.Pointer(&behaviour)), msg, msg.messageCell())
+	return executor.Send(to.actorCell(), to, msg, behaviour)
 }
+
+func nilSend() { panic("actor: Send with a nil actor, message or behaviour") }
 
 // Pill is a built-in poison pill: a message every actor accepts, whose
 // behaviour does nothing but return the pill's allocation status, so that
@@ -144,27 +160,16 @@ type Pill struct {
 	status Allocation
 }
 
-// The three built-in poison pills. Their own status is Finished, so the
-// executor never applies anything to them: they can be sent any number of
-// times, to any number of actors.
+// The three built-in poison pills. Nothing is ever applied to the pills
+// themselves: they can be sent any number of times, to any number of actors.
 var (
 	DeleteMsg   = &Pill{status: Delete}
 	DestroyMsg  = &Pill{status: Destroy}
 	FinishedMsg = &Pill{status: Finished}
 )
 
-func init() {
-	for _, p := range []*Pill{DeleteMsg, DestroyMsg, FinishedMsg} {
-		p.SetAllocation(Finished)
-	}
-}
-
-// pillBehaviour is the behaviour of every pill; its first parameter is the
-// receiving actor, which it ignores (see executor's behaviourFunc for why an
-// unsafe.Pointer stands in for the actor type).
-func pillBehaviour(_ unsafe.Pointer, p *Pill) Allocation { return p.status }
-
-var pillFn = pillBehaviour
+// pillBehaviour is the behaviour of every pill.
+func pillBehaviour[T any, A Ref[T]](_ A, p *Pill) Allocation { return p.status }
 
 // SendPill sends a poison pill (DeleteMsg, DestroyMsg or FinishedMsg) to an
 // actor. Errors as for Send.
@@ -172,5 +177,5 @@ func SendPill[T any, A Ref[T]](to A, pill *Pill) error {
 	if to == nil || pill == nil {
 		panic("actor: SendPill with a nil actor or pill")
 	}
-	return executor.Send(to.actorCell(), *(*unsafe.Pointer)(unsafe.Pointer(&pillFn)), pill, pill.messageCell())
+	return executor.Send(to.actorCell(), to, pill, pillBehaviour[T, A])
 }

@@ -295,9 +295,15 @@ type hookedMsg struct {
 func (h *hookedMsg) Destroy() { h.destroyed++ }
 func (h *hookedMsg) Release() { h.released++ }
 
-type plain struct{ actor.Actor }
+type plain struct {
+	actor.Actor
+	set actor.Allocation // the status its behaviour sets on the message
+}
 
-func (*plain) onHooked(m *hookedMsg) actor.Allocation { return actor.Nodelete }
+func (p *plain) onHooked(m *hookedMsg) actor.Allocation {
+	m.SetAllocation(p.set)
+	return actor.Nodelete
+}
 
 func TestAllocationStatuses(t *testing.T) {
 	cases := []struct {
@@ -318,10 +324,10 @@ func TestAllocationStatuses(t *testing.T) {
 			pills := map[actor.Allocation]*actor.Pill{actor.Delete: actor.DeleteMsg, actor.Destroy: actor.DestroyMsg, actor.Finished: actor.FinishedMsg}
 			h2, _ := actor.Spawn(sys, &hooked{})
 			require.NoError(t, actor.SendPill(h2, pills[tc.status]))
-			// Message status, set before sending.
-			p, _ := actor.Spawn(sys, &plain{})
+			// Message status, set by the receiving behaviour.
+			p, _ := actor.Spawn(sys, &plain{set: tc.status})
 			m := &hookedMsg{}
-			m.SetAllocation(tc.status)
+			assert.Panics(t, func() { m.SetAllocation(tc.status) }, "only the receiving behaviour may set it")
 			require.NoError(t, actor.Send(p, m, (*plain).onHooked))
 			require.NoError(t, actor.SendPill(p, actor.FinishedMsg))
 			stop(t, sys)
@@ -332,9 +338,7 @@ func TestAllocationStatuses(t *testing.T) {
 			}
 			assert.Equal(t, tc.destroyed, m.destroyed, "message Destroy hook")
 			assert.Equal(t, tc.released, m.released, "message Release hook")
-			if tc.status == actor.Delete || tc.status == actor.Destroy {
-				assert.Equal(t, actor.Nodelete, m.Allocation(), "status reset for reuse")
-			}
+			assert.Equal(t, actor.Nodelete, m.Allocation(), "a status belongs to one delivery")
 		})
 	}
 }

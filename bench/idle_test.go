@@ -8,7 +8,6 @@ import (
 
 	"github.com/actord/actord/actor"
 	"github.com/actord/actord/executor"
-	"github.com/actord/actord/internal/event"
 )
 
 // Benchmarks of the idle protocol (spin, then park with sender wake-ups).
@@ -55,11 +54,11 @@ func BenchmarkExecutorIdleProtocol(b *testing.B) {
 // worker's state word, or a channel) on the constant-rate pipeline.
 func BenchmarkPipelineEvent(b *testing.B) {
 	for _, rate := range []float64{10, 1000, 10000, 100000} {
-		for _, ev := range []event.Kind{event.KindFutex, event.KindChan} {
+		for _, ev := range []executor.ParkKind{executor.ParkFutex, executor.ParkChannel} {
 			b.Run(fmt.Sprintf("rate=%g/event=%v", rate, ev), func(b *testing.B) {
 				var r PipelineResult
 				for i := 0; i < b.N; i++ {
-					sys := startSystem(b, actor.WithConfig(executor.Config{Event: ev}))
+					sys := startSystem(b, actor.WithConfig(executor.Config{Park: ev}))
 					var err error
 					if r, err = Pipeline(sys, 12, rate, max(30, int(rate*2))); err != nil {
 						b.Fatal(err)

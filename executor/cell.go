@@ -4,11 +4,13 @@ import (
 	"strconv"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/actord/actord/internal/erased"
 )
 
 // Allocation is what a behaviour tells the executor to do with its actor (by
-// returning it) or with its message (by setting it on the message) after the
-// behaviour returns.
+// returning it) or with its message (with MsgCell.Set, from the behaviour
+// receiving it) after the behaviour returns.
 type Allocation uint8
 
 const (
@@ -55,8 +57,9 @@ type Releaser interface{ Release() }
 // the incarnation, advanced by every Spawn. Transitions, per incarnation:
 // new or dead -> spawning (Spawn's CAS, with the next incarnation) -> alive
 // (Spawn's store) -> ending (the worker that terminates it, while the
-// Destroy hook runs) -> dead (before the Release hook, which may return the
-// object to a pool from where it is spawned again).
+// Destroy hook runs) -> dead (before the Release hook, which hands the
+// object to whoever may spawn it again). An alive cell whose executor has
+// shut down counts as dead too (see Cell.Alive and Spawn).
 const (
 	cellNew uint32 = iota
 	cellSpawning
@@ -69,7 +72,8 @@ const (
 )
 
 // Cell is the executor's part of an actor. The actor package embeds one in
-// actor.Actor, which users embed in their actor types.
+// actor.Actor, which users embed in their actor types. It has no exported
+// fields; the typed entry points (Spawn, Send) are the only way to use it.
 type Cell struct {
 	// state is the state word above. Written by Spawn (CAS to spawning,
 	// then store alive) and by the worker that terminates the actor (store
@@ -78,78 +82,60 @@ type Cell struct {
 	// the envelope, and delivery requires the word to be exactly that: an
 	// envelope sent to an earlier incarnation is a dead letter, even if the
 	// actor was spawned again since (possibly on another mailbox). The store
-	// of alive publishes self and obj to the workers that deliver.
+	// of alive publishes mb, exec and obj to senders and workers.
 	state atomic.Uint32
 	// mb and exec are the incarnation's mailbox and executor. Atomic
 	// because a sender that saw an earlier incarnation alive may read them
 	// while a re-spawn writes them (its envelope then carries the old
 	// incarnation and is counted as a dead letter). Written by Spawn, read
-	// by senders.
+	// by senders and by Alive.
 	mb   atomic.Pointer[mailbox]
 	exec atomic.Pointer[Executor]
-	self unsafe.Pointer // the user's actor, passed to behaviours
-	obj  any            // the same actor as an interface, for the hooks and error reports
+	// obj is the spawned actor as an interface, for its hooks and for error
+	// reports. Written by Spawn (before the alive store), read by the worker
+	// that terminates the incarnation, which copies it before the dead store
+	// and never reads the field after it (a re-spawn may write it then).
+	obj any
 }
 
-// Alive reports whether the actor has been spawned and not terminated.
-func (c *Cell) Alive() bool { return c.state.Load()&cellKindMask == cellAlive }
-
-// MsgCell is the executor's part of a message: its allocation status.
-// The status is written by behaviours (SetAllocation) and by the executor
-// when it applies Delete or Destroy (it resets the status to Nodelete before
-// running the hooks), and read by the executor after each delivery. Like the
-// message's own fields, it must not be written while the message is being
-// delivered to another actor concurrently.
-type MsgCell struct {
-	status Allocation
+// Alive reports whether the actor has been spawned and has not terminated.
+// An actor still alive when its executor shut down (a Stop whose context
+// ended) counts as terminated.
+func (c *Cell) Alive() bool {
+	if c.state.Load()&cellKindMask != cellAlive {
+		return false
+	}
+	return !c.exec.Load().closed.Load()
 }
 
-// Set sets the allocation status applied after the current behaviour.
-func (m *MsgCell) Set(a Allocation) { m.status = a }
-
-// Get returns the allocation status.
-func (m *MsgCell) Get() Allocation { return m.status }
+// MsgCell is the executor's part of a message (embedded in actor.Message).
+// It holds nothing: a message's allocation status belongs to the delivery
+// that sets it (see Set), never to the message, so a message forwarded to
+// another actor is never written by two workers.
+type MsgCell struct{}
 
 // envelope is one queued message: everything a worker needs to deliver it.
 // Envelopes live by value in copy queues, written in place by the sender (see
 // set) and read in place by the worker, so a send allocates nothing once the
-// queues have grown. (Building one on the stack and copying it costs more
-// than the rest of a local send: the copy's wide loads of freshly written
-// narrow stores defeat store-to-load forwarding.) 40 bytes: the message's
-// status cell is stored as its offset inside the message, which leaves room
-// for the incarnation stamp in the same word.
+// queues have grown. 40 bytes: the actor the sender named is stored as the
+// offset of the cell inside it, which leaves room for the incarnation stamp
+// in the same word.
 type envelope struct {
 	cell *Cell
-	fn   unsafe.Pointer // the behaviour: a func(*A, *M) Allocation, called as behaviourFunc
+	fn   unsafe.Pointer // the behaviour, erased (see package internal/erased)
 	msg  any            // the user's message (a pointer), for the call and the hooks
-	moff uint32         // offset of the message's MsgCell inside the message
+	coff uint32         // offset of cell inside the actor the sender named
 	want uint32         // the cell's state word when sent: alive, incarnation
 }
 
 // set fills an envelope in place.
-func (e *envelope) set(c *Cell, fn unsafe.Pointer, msg any, moff, want uint32) {
-	e.cell, e.fn, e.msg, e.moff, e.want = c, fn, msg, moff, want
+func (e *envelope) set(c *Cell, fn unsafe.Pointer, msg any, coff, want uint32) {
+	e.cell, e.fn, e.msg, e.coff, e.want = c, fn, msg, coff, want
 }
 
-// mcell returns the message's status cell.
-func (e *envelope) mcell() *MsgCell { return (*MsgCell)(unsafe.Add(efaceData(e.msg), e.moff)) }
-
-// behaviourFunc is the erased type under which behaviours are called. A Go
-// func value is a pointer to a closure record; func(*A, *M) Allocation and
-// func(unsafe.Pointer, unsafe.Pointer) Allocation have the same calling
-// convention (two pointer arguments, one uint8 result), so the executor calls
-// the typed behaviour through this type without any wrapper, exactly as the
-// chapter's generated send casts its receive routine to receive_t. The actor
-// package guarantees statically that A and M are pointer types.
-type behaviourFunc = func(self, msg unsafe.Pointer) Allocation
-
-// call runs the envelope's behaviour.
+// call runs the envelope's behaviour on the actor the sender named (which
+// contains the cell at offset coff, checked by Send) and the message.
 func (e *envelope) call() Allocation {
-	f := *(*behaviourFunc)(unsafe.Pointer(&e.fn))
-	return f(e.cell.self, efaceData(e.msg))
-}
-
-// efaceData returns the data word of an interface holding a pointer.
-func efaceData(x any) unsafe.Pointer {
-	return (*[2]unsafe.Pointer)(unsafe.Pointer(&x))[1]
+	self := unsafe.Add(unsafe.Pointer(e.cell), -int(e.coff))
+	return Allocation(erased.Call(e.fn, self, erased.Data(e.msg)))
 }

@@ -3,6 +3,7 @@ package executor
 import (
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"time"
 
 	"github.com/actord/actord/internal/event"
@@ -11,8 +12,8 @@ import (
 
 // Defaults used for zero Config fields.
 const (
-	DefaultQueuesPerWorker = 16  // the chapter's sharding factor
-	DefaultQueueCapacity   = 10  // initial envelopes per copy queue, as in C∀
+	DefaultQueuesPerWorker = 16  // sharding factor
+	DefaultQueueCapacity   = 10  // initial envelopes per copy queue
 	DefaultLocalBatch      = 256 // local sends per gulp before falling back to the mailbox
 	DefaultRegulps         = 4   // times a worker re-takes a mailbox it just drained before moving on
 	DefaultSpinPasses      = 64  // empty passes over its mailboxes before a worker parks
@@ -20,6 +21,43 @@ const (
 	DefaultParkTimeoutMax  = 100 * time.Millisecond
 	DefaultStealAge        = time.Millisecond
 )
+
+// Upper bounds of Config values: Start refuses larger ones (ErrConfig), which
+// would exhaust threads or memory rather than run.
+const (
+	MaxWorkers       = 1024
+	MaxQueues        = 1 << 22 // mailboxes in all (Queues, or Workers*QueuesPerWorker)
+	MaxQueueCapacity = 1 << 20 // initial envelopes per copy queue
+	// MaxQueueMemory bounds the memory that the initial copy queues take
+	// together (Queues * QueueCapacity envelopes).
+	MaxQueueMemory   = 1 << 32
+	MaxLocalBatch    = 1 << 20
+	MaxRegulps       = 1 << 20
+	MaxSpinPasses    = 1 << 20
+	MaxStealAge      = time.Minute
+	MaxParkTimeout   = time.Hour
+	envelopeSize     = 40 // bytes per queued envelope, for MaxQueueMemory
+	maxThreadsMargin = 64 // threads left to the rest of the program (see Workers)
+)
+
+// ParkKind selects the sleep primitive of idle workers (Config.Park).
+type ParkKind uint8
+
+// The park kinds. Their values match package internal/event's kinds.
+const (
+	// ParkDefault is ParkChannel.
+	ParkDefault ParkKind = ParkKind(event.Default)
+	// ParkFutex sleeps in futex(2) on the worker's state word (Linux
+	// only; elsewhere ParkChannel is used). A wake-up is one system call,
+	// but the sleeping thread keeps its Go processor in the system call
+	// until the runtime retakes it.
+	ParkFutex ParkKind = ParkKind(event.KindFutex)
+	// ParkChannel sleeps on a channel receive with a timer: the Go
+	// scheduler releases the sleeping worker's processor at once.
+	ParkChannel ParkKind = ParkKind(event.KindChan)
+)
+
+func (k ParkKind) String() string { return event.Kind(k).String() }
 
 // Placement says how Spawn chooses a new actor's mailbox.
 type Placement uint8
@@ -33,7 +71,7 @@ const (
 	// and stealing spreads the mailboxes when there is work to share.
 	PlaceLocal Placement = iota
 	// PlaceGlobal: every actor goes to the next mailbox of all, by the global
-	// round-robin ticket (the chapter's placement).
+	// round-robin ticket.
 	PlaceGlobal
 )
 
@@ -47,7 +85,8 @@ func (p Placement) String() string {
 // Config configures an Executor. The zero value gives the defaults.
 type Config struct {
 	// Workers is the number of worker goroutines, each locked to an OS thread.
-	// 0 means runtime.GOMAXPROCS(0).
+	// 0 means runtime.GOMAXPROCS(0). At most MaxWorkers, and at most the
+	// process's thread limit (debug.SetMaxThreads) less a margin.
 	Workers int
 	// QueuesPerWorker is the sharding factor: Queues defaults to
 	// Workers*QueuesPerWorker. 0 means DefaultQueuesPerWorker.
@@ -81,12 +120,10 @@ type Config struct {
 	// non-empty, not being processed and not gulped since) before a thief
 	// takes it. Mailboxes that their owner serves within this time stay
 	// where they are, so sequential work is not dragged between cores and a
-	// busy, balanced system does not churn its queues between workers.
-	// Measured on 2 workers against no stealing: 20us cost the executor
-	// benchmark +34%, 200us +33%, 1ms +18%, with the same delay for
-	// messages stuck behind a long behaviour (p50 ~20us, p99 ~16ms): a
+	// busy, balanced system does not churn its queues between workers; a
 	// parked thief takes every remembered candidate that waited through its
 	// sleep. 0 means DefaultStealAge; negative means steal on first sight.
+	// At most MaxStealAge.
 	StealAge time.Duration
 	// Placement chooses new actors' mailboxes (default PlaceLocal).
 	Placement Placement
@@ -116,9 +153,9 @@ type Config struct {
 	// ParkTimeoutMax caps the doubling of ParkTimeout. 0 means
 	// DefaultParkTimeoutMax (or ParkTimeout if that is larger).
 	ParkTimeoutMax time.Duration
-	// Event selects the sleep primitive: event.KindChan (the default) or
-	// event.KindFutex (see package internal/event for the measurements).
-	Event event.Kind
+	// Park selects the sleep primitive of idle workers: ParkChannel (the
+	// default) or ParkFutex (Linux; elsewhere it falls back to ParkChannel).
+	Park ParkKind
 	// NoStatistics turns statistics counting off on the workers' hot paths
 	// (creations, terminations and parking are still counted).
 	NoStatistics bool
@@ -128,28 +165,42 @@ type Config struct {
 }
 
 // resolved returns c with defaults applied, or an error wrapping ErrConfig.
+// Every field is checked: negative values where none is meaningful, values
+// past the Max bounds, and undefined kinds are refused.
 func (c Config) resolved() (Config, error) {
+	bad := func(format string, args ...any) (Config, error) {
+		return c, fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...)
+	}
 	if c.Workers == 0 {
 		c.Workers = runtime.GOMAXPROCS(0)
 	}
-	if c.Workers < 0 {
-		return c, fmt.Errorf("%w: %d workers", ErrConfig, c.Workers)
+	if c.Workers < 0 || c.Workers > MaxWorkers {
+		return bad("%d workers (1 to %d)", c.Workers, MaxWorkers)
+	}
+	if limit := maxThreads(); c.Workers > limit-maxThreadsMargin {
+		return bad("%d workers: the thread limit is %d (debug.SetMaxThreads), and the rest of the program needs %d",
+			c.Workers, limit, maxThreadsMargin)
 	}
 	if c.QueuesPerWorker == 0 {
 		c.QueuesPerWorker = DefaultQueuesPerWorker
 	}
-	if c.QueuesPerWorker < 0 {
-		return c, fmt.Errorf("%w: %d queues per worker", ErrConfig, c.QueuesPerWorker)
+	if c.QueuesPerWorker < 0 || c.QueuesPerWorker > MaxQueues {
+		return bad("%d queues per worker (1 to %d)", c.QueuesPerWorker, MaxQueues)
 	}
 	if c.Queues == 0 {
 		c.Queues = c.Workers * c.QueuesPerWorker
 	}
+	if c.Queues < 0 || c.Queues > MaxQueues {
+		return bad("%d queues (1 to %d in all)", c.Queues, MaxQueues)
+	}
 	if c.Queues < c.Workers {
-		return c, fmt.Errorf("%w: %d queues for %d workers: every worker needs at least one queue",
-			ErrConfig, c.Queues, c.Workers)
+		return bad("%d queues for %d workers: every worker needs at least one queue", c.Queues, c.Workers)
 	}
 	if c.SpareQueues == 0 {
 		c.SpareQueues = (c.Queues + c.Workers - 1) / c.Workers
+	}
+	if c.SpareQueues > MaxQueues/c.Workers {
+		return bad("%d spare queues per worker (at most %d)", c.SpareQueues, MaxQueues/c.Workers)
 	}
 	if c.SpareQueues < 0 || c.Workers == 1 {
 		c.SpareQueues = 0 // a single worker never steals
@@ -157,8 +208,11 @@ func (c Config) resolved() (Config, error) {
 	if c.QueueCapacity == 0 {
 		c.QueueCapacity = DefaultQueueCapacity
 	}
-	if c.QueueCapacity < 0 {
-		return c, fmt.Errorf("%w: queue capacity %d", ErrConfig, c.QueueCapacity)
+	if c.QueueCapacity < 0 || c.QueueCapacity > MaxQueueCapacity {
+		return bad("queue capacity %d (1 to %d)", c.QueueCapacity, MaxQueueCapacity)
+	}
+	if mem := int64(c.Queues+c.Workers) * int64(c.QueueCapacity) * envelopeSize; mem > MaxQueueMemory {
+		return bad("%d queues of capacity %d take %d MiB (at most %d MiB)", c.Queues, c.QueueCapacity, mem>>20, MaxQueueMemory>>20)
 	}
 	if c.Steal == nil {
 		c.Steal = stealing.LongestVictim
@@ -166,8 +220,17 @@ func (c Config) resolved() (Config, error) {
 	if c.StealAge == 0 {
 		c.StealAge = DefaultStealAge
 	}
+	if c.StealAge > MaxStealAge {
+		return bad("steal age %v (at most %v)", c.StealAge, MaxStealAge)
+	}
+	if c.Placement != PlaceLocal && c.Placement != PlaceGlobal {
+		return bad("undefined placement %d", c.Placement)
+	}
 	if c.LocalBatch == 0 {
 		c.LocalBatch = DefaultLocalBatch
+	}
+	if c.LocalBatch > MaxLocalBatch {
+		return bad("local batch %d (at most %d)", c.LocalBatch, MaxLocalBatch)
 	}
 	if c.LocalBatch < 0 {
 		c.LocalBatch = 0
@@ -175,21 +238,41 @@ func (c Config) resolved() (Config, error) {
 	if c.Regulps == 0 {
 		c.Regulps = DefaultRegulps
 	}
+	if c.Regulps > MaxRegulps {
+		return bad("%d regulps (at most %d)", c.Regulps, MaxRegulps)
+	}
 	if c.Regulps < 0 {
 		c.Regulps = 0
 	}
 	if c.SpinPasses == 0 {
 		c.SpinPasses = DefaultSpinPasses
 	}
-	if c.SpinPasses < 0 {
-		return c, fmt.Errorf("%w: %d spin passes", ErrConfig, c.SpinPasses)
+	if c.SpinPasses < 0 || c.SpinPasses > MaxSpinPasses {
+		return bad("%d spin passes (1 to %d)", c.SpinPasses, MaxSpinPasses)
 	}
 	if c.ParkTimeout == 0 {
 		c.ParkTimeout = DefaultParkTimeout
+	}
+	if c.ParkTimeout > MaxParkTimeout || c.ParkTimeoutMax > MaxParkTimeout {
+		return bad("park timeout %v, max %v (at most %v)", c.ParkTimeout, c.ParkTimeoutMax, MaxParkTimeout)
+	}
+	if c.ParkTimeoutMax < 0 {
+		return bad("negative park timeout max %v", c.ParkTimeoutMax)
 	}
 	if c.ParkTimeoutMax == 0 {
 		c.ParkTimeoutMax = DefaultParkTimeoutMax
 	}
 	c.ParkTimeoutMax = max(c.ParkTimeoutMax, c.ParkTimeout)
+	if c.Park != ParkDefault && c.Park != ParkFutex && c.Park != ParkChannel {
+		return bad("undefined park kind %d (ParkDefault, ParkChannel or ParkFutex)", c.Park)
+	}
 	return c, nil
+}
+
+// maxThreads returns the process's thread limit (debug.SetMaxThreads has no
+// getter: it is set and restored).
+func maxThreads() int {
+	n := debug.SetMaxThreads(10000)
+	debug.SetMaxThreads(n)
+	return n
 }

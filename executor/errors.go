@@ -3,6 +3,7 @@ package executor
 import (
 	"errors"
 	"fmt"
+	"runtime/debug"
 )
 
 // Sentinel errors; test for them with errors.Is.
@@ -33,10 +34,12 @@ var (
 )
 
 // PanicError reports a behaviour (or a Destroy/Release hook) that panicked or
-// called runtime.Goexit. The actor was terminated; the worker and every other
-// actor went on.
+// called runtime.Goexit. The worker and every other actor went on. A panic in
+// a behaviour terminates its actor (without hooks); in an actor's hook, it
+// completes that actor's termination; in a message's hook, it leaves the
+// actor, whose behaviour completed, alive.
 type PanicError struct {
-	Actor   any    // the actor whose behaviour panicked
+	Actor   any    // the actor whose behaviour (or hook) panicked; nil when a message's hook panicked
 	Message any    // the message being delivered
 	Value   any    // the value passed to panic (nil for runtime.Goexit)
 	Goexit  bool   // the behaviour called runtime.Goexit
@@ -62,4 +65,37 @@ func (e *PanicError) Unwrap() error {
 		return err
 	}
 	return nil
+}
+
+const maxKeptPanics = 64
+
+// recordPanic stores a panic report for Stop and passes it to OnError.
+func (e *Executor) recordPanic(err *PanicError) {
+	e.errMu.Lock()
+	if len(e.panics) < maxKeptPanics {
+		e.panics = append(e.panics, err)
+	}
+	e.panicsN++
+	e.errMu.Unlock()
+	if e.cfg.OnError != nil {
+		e.callOnError(err)
+	}
+}
+
+// callOnError calls Config.OnError, recovering a panic in it (which would
+// otherwise escape the worker's own recovery and end the process); that
+// panic is recorded like any other.
+func (e *Executor) callOnError(err *PanicError) {
+	defer func() {
+		if r := recover(); r != nil {
+			e.errMu.Lock()
+			if len(e.panics) < maxKeptPanics {
+				e.panics = append(e.panics, &PanicError{Value: r, Stack: debug.Stack(), Worker: err.Worker,
+					Actor: err.Actor, Message: err.Message})
+			}
+			e.panicsN++
+			e.errMu.Unlock()
+		}
+	}()
+	e.cfg.OnError(err)
 }

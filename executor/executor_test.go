@@ -155,11 +155,14 @@ type probeMsg struct{ cell MsgCell }
 
 func probeBehaviour(p *probe, _ *probeMsg) Allocation { return p.fn(p) }
 
-var probeFn = probeBehaviour
-
 func (p *probe) send(t testing.TB, m *probeMsg) {
 	t.Helper()
-	require.NoError(t, Send(&p.cell, *(*unsafe.Pointer)(unsafe.Pointer(&probeFn)), m, &m.cell))
+	require.NoError(t, Send(&p.cell, p, m, probeBehaviour))
+}
+
+func (p *probe) spawn(t testing.TB, e *Executor) {
+	t.Helper()
+	require.NoError(t, Spawn(e, &p.cell, p))
 }
 
 func TestCurrentRecognisesWorkers(t *testing.T) {
@@ -173,7 +176,7 @@ func TestCurrentRecognisesWorkers(t *testing.T) {
 	}
 	seen := make(chan seenT, 1)
 	p := &probe{fn: func(*probe) Allocation { seen <- seenT{e.current(), e.inBehaviour()}; return Finished }}
-	require.NoError(t, e.Spawn(&p.cell, unsafe.Pointer(p), p))
+	p.spawn(t, e)
 	p.send(t, &probeMsg{})
 	got := <-seen
 	assert.True(t, got.in, "inBehaviour works on every platform")
@@ -203,7 +206,7 @@ func TestStatsFreshWhileBusy(t *testing.T) {
 		}
 		return Nodelete
 	}
-	require.NoError(t, e.Spawn(&p.cell, unsafe.Pointer(p), p))
+	p.spawn(t, e)
 	m := &probeMsg{}
 	for i := 0; i < n; i++ {
 		p.send(t, m)
@@ -239,7 +242,7 @@ func TestSleepersCountBalanced(t *testing.T) {
 		}
 		return Nodelete
 	}
-	require.NoError(t, e.Spawn(&p.cell, unsafe.Pointer(p), p))
+	p.spawn(t, e)
 	m := &probeMsg{}
 	for i := 0; i < 2000; i++ {
 		p.send(t, m)
@@ -273,7 +276,7 @@ func TestOwnersMatchSlotsAfterStealing(t *testing.T) {
 			}
 			return Nodelete
 		}
-		require.NoError(t, e.Spawn(&p.cell, unsafe.Pointer(p), p))
+		p.spawn(t, e)
 		if i%16 < 4 {
 			probes = append(probes, p)
 		} else {
@@ -302,7 +305,7 @@ func TestOwnersMatchSlotsAfterStealing(t *testing.T) {
 		require.NotNil(t, mb, "slot %d left nil", i)
 		require.False(t, seen[mb], "mailbox in two slots")
 		seen[mb] = true
-		require.Same(t, e.slotWorker[i], mb.owner.Load(), "slot %d: owner does not match", i)
+		require.Equal(t, int32(e.slotWorker[i].id), mb.owner.Load(), "slot %d: owner does not match", i)
 	}
 	require.NoError(t, e.Stop(context.Background()))
 	require.NotZero(t, steals, "the test must exercise stealing")

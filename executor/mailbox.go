@@ -21,7 +21,7 @@ import (
 //     and refilled" with one load (see worker.steal).
 const (
 	wordLocked     = 1 << 0 // held by a pusher, a gulper, a releaser or the closer
-	wordProcessing = 1 << 1 // the chapter's being_processed: a worker holds the buffer
+	wordProcessing = 1 << 1 // being processed: a worker holds the gulped buffer
 	wordClosed     = 1 << 2 // the executor has stopped: pushes fail
 	wordSeqShift   = 3      // bits 3..10: gulp sequence, mod 256
 	wordSeqMask    = 0xff << wordSeqShift
@@ -41,8 +41,10 @@ func gulped(w uint64) uint64 {
 // a mailbox (actor i uses mailbox i mod M for its whole life); a worker gulps
 // the whole mailbox at once by swapping buffers with it.
 //
-// Two arrays point at mailboxes: Executor.mailboxes, indexed by ticket, which
-// senders use and which never changes; and Executor.slots, which workers scan
+// The mailbox layer knows nothing of workers: its owner is a worker index,
+// and its drainer the batch (below) that a worker drains. Two arrays point at mailboxes:
+// Executor.mailboxes, indexed by ticket, which senders use and which never
+// changes; and Executor.slots, which workers scan
 // and thieves permute with stealing.TrySwap. A swap therefore never disturbs a
 // sender, and a gulp works on a mailbox pointer loaded once into a local, so a
 // swap during a gulp is harmless; wordProcessing keeps one mailbox (and hence
@@ -61,23 +63,42 @@ type mailbox struct {
 	// pushers and gulpers (which swap it with a worker's empty buffer), read
 	// by nobody else.
 	buf copyq.Queue[envelope]
-	// owner is the worker whose slot range currently holds this mailbox: the
-	// worker to wake when a push finds it parked. Written at start and by a
-	// thief after each successful swap (for both mailboxes swapped); read by
-	// pushers and releasers. It can be briefly stale after a swap; the
-	// thief's post-swap check (see worker.steal) covers that window.
-	owner atomic.Pointer[worker]
-	// drainer is the worker that most recently gulped this mailbox. Written
-	// by that worker when it gulps (only if it changed); read by senders,
-	// which use it only to ask "am I the goroutine draining this mailbox
-	// right now?" (see Send): a stale value never matches a wrong caller.
-	drainer atomic.Pointer[worker]
+	// owner is the index of the worker whose slot range currently holds
+	// this mailbox: the worker to wake when a push finds it parked. Written
+	// at start and by a thief during each successful swap (for both
+	// mailboxes swapped, see stealHooks); read by pushers and releasers. It
+	// can be briefly stale after a swap; the thief's post-swap check (see
+	// worker.trySteal) covers that window.
+	owner atomic.Int32
+	// drainer is the batch of the worker that most recently gulped this
+	// mailbox. Written by that worker when it gulps (only if it changed);
+	// read by senders, which use it only to ask "am I the goroutine
+	// draining this mailbox right now?" (see send): a stale value never
+	// matches a wrong caller.
+	drainer atomic.Pointer[batch]
 	// sent counts envelopes ever pushed into this mailbox. Guarded by the
 	// lock bit (incremented by pushers, read by Stats under the lock).
 	sent  uint64
 	index int  // position in Executor.mailboxes (spares: after the real ones); immutable
 	spare bool // no actor is ever placed on it (see Config.SpareQueues); immutable
 	_     cpu.CacheLinePad
+}
+
+// batch is a gulped batch being drained: the part of a worker that the
+// local send path appends to (see send). Every field but g is touched only
+// by the goroutine draining it, including the behaviours it runs, which
+// recognise it by g.
+type batch struct {
+	// g is the draining goroutine's identity (goid.Get). Written by that
+	// goroutine when it starts (or resumes after runtime.Goexit) and before
+	// it exits; read by senders to recognise it.
+	g   atomic.Uintptr
+	buf copyq.Queue[envelope] // the gulped envelopes being drained, else an empty spare
+	cur *mailbox              // mailbox whose envelopes are in buf, nil between gulps
+	// limit bounds local sends: they may append to buf while it holds
+	// fewer than limit envelopes (the gulped ones plus Config.LocalBatch).
+	// Set per batch; 0 between batches.
+	limit int
 }
 
 // lock spins until it holds the lock and returns the word as it was (unlocked).
@@ -98,16 +119,45 @@ func (m *mailbox) unlock(w uint64) { m.word.Store(w) }
 
 // push appends an envelope built in place from its fields. It fails only
 // when the mailbox is closed.
-func (m *mailbox) push(c *Cell, fn unsafe.Pointer, msg any, moff, want uint32) bool {
+//
+// The lock is never held across an allocation: when the buffer is full, the
+// pusher releases the lock, allocates the doubled array, takes the lock
+// again and hands the array over (unless the buffer changed meanwhile: a
+// gulp swapped in an emptier one, or another pusher grew it, in which case
+// the array is dropped and the test repeats). A pusher preempted or
+// assisting the garbage collector in the allocation thus never keeps other
+// pushers or the worker spinning.
+func (m *mailbox) push(c *Cell, fn unsafe.Pointer, msg any, coff, want uint32) bool {
 	w := m.lock()
+	for w&wordClosed == 0 && m.buf.Full() {
+		need := m.buf.GrowCap()
+		m.unlock(w)
+		arr := copyq.NewArray[envelope](need)
+		w = m.lock()
+		if m.buf.Full() {
+			m.buf.Adopt(arr)
+		}
+	}
 	if w&wordClosed != 0 {
 		m.unlock(w)
 		return false
 	}
-	m.buf.Next().set(c, fn, msg, moff, want)
+	m.buf.Next().set(c, fn, msg, coff, want) // room was made: does not allocate
 	m.sent++
 	m.unlock(w + wordLenOne)
 	return true
+}
+
+// shrink gives back a grown buffer of an idle mailbox: if m is empty and not
+// being processed and its buffer's capacity is above floor, the buffer is
+// replaced by one of capacity floor. Called by the owner before it parks
+// (see worker.reclaim). The new array is allocated before taking the lock.
+func (m *mailbox) shrink(floor int) bool {
+	arr := copyq.NewArray[envelope](floor)
+	w := m.lock()
+	ok := w&(wordProcessing|wordClosed) == 0 && wordLen(w) == 0 && m.buf.Shrink(floor, arr)
+	m.unlock(w)
+	return ok
 }
 
 // sentCount returns the number of envelopes ever pushed (takes the lock).
@@ -169,3 +219,11 @@ func (m *mailbox) close() int {
 
 // queued returns the current length (a racy snapshot, for gauges).
 func (m *mailbox) queued() int { return wordLen(m.word.Load()) }
+
+// grown reports whether m's buffer is above floor (takes the lock).
+func (m *mailbox) grown(floor int) bool {
+	w := m.lock()
+	g := m.buf.Cap() > floor
+	m.unlock(w)
+	return g
+}

@@ -162,3 +162,63 @@ func (s Stats) Total() WorkerStats {
 	t.ActorsCreated += s.ExternalActorsCreated
 	return t
 }
+
+// publish copies the private counters to pub for Stats. Workers call it only
+// between batches (at the start of a pass, before parking, at exit), so the
+// published counters are always consistent: a derived counter such as
+// MessagesProcessed never goes down between two snapshots.
+func (w *worker) publish(epoch uint64) {
+	w.pubMu.Lock()
+	w.pub = w.st
+	w.pubMu.Unlock()
+	w.seenEpoch = epoch
+	w.pubEpoch.Store(epoch)
+}
+
+// answered reports whether w's published counters are fresh for epoch: it
+// published for that epoch, or it is asleep or gone (it published before).
+func (w *worker) answered(epoch uint64) bool {
+	return w.pubEpoch.Load() >= epoch || w.state.Load() != workerRunning
+}
+
+// Stats returns a snapshot of the statistics. Workers publish their private
+// counters between batches when asked: Stats asks, then waits (up to about
+// 10ms) for every worker that is not parked to answer at the end of its
+// current pass. Workers that do not answer in time (a long behaviour) are
+// listed in Stale with their previously published counters; so is the
+// caller's own worker when Stats is called from a behaviour (it cannot
+// publish in the middle of its batch). Safe to call while running and after
+// Stop; a nil Executor returns zero statistics.
+func (e *Executor) Stats() Stats {
+	if e == nil {
+		return Stats{}
+	}
+	s := Stats{Workers: make([]WorkerStats, len(e.workers)), Queues: len(e.mailboxes), SpareQueues: len(e.spares)}
+	epoch := e.statsEpoch.Add(1)
+	self := e.current()
+	deadline := time.Now().Add(10 * time.Millisecond)
+	for i, w := range e.workers {
+		for w != self && !w.answered(epoch) && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Microsecond)
+		}
+		if !w.answered(epoch) {
+			s.Stale = append(s.Stale, i)
+		}
+		w.pubMu.Lock()
+		s.Workers[i] = w.pub
+		w.pubMu.Unlock()
+		if w.state.Load() == workerParked {
+			s.ParkedWorkers++
+		}
+	}
+	s.ExternalActorsCreated = e.extCreated.Load()
+	s.LiveActors = e.live()
+	for _, m := range e.mailboxes {
+		s.QueuedMessages += m.queued()
+		s.MessagesSent += m.sentCount()
+	}
+	for i := range s.Workers {
+		s.MessagesSent += s.Workers[i].LocalSends
+	}
+	return s
+}

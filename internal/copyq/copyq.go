@@ -1,36 +1,33 @@
-// Package copyq implements the copy queue of the Actors chapter: a queue of
-// values stored by value in one growable array, designed for the gulping
-// pattern, where a producer side only pushes and a consumer side, after taking
-// the whole queue, only pops until it is empty.
+// Package copyq implements a copy queue: a queue of values stored by value in
+// one growable array, designed for the gulping pattern, where a producer side
+// only appends and a consumer side, after taking the whole queue, only pops
+// until it is empty.
 //
-// Push appends, doubling the array when it is full (amortised O(1), and no
-// allocation at all once the array has grown to the working-set size); Pop is
-// an index increment (O(1), no shifting). Reset, called when a drained queue is
-// handed back, clears the popped values (so the garbage collector can reclaim
-// what they referenced) and applies the reclamation rule.
+// Next appends an element in place, doubling the array when it is full
+// (amortised O(1), and no allocation at all once the array has grown to the
+// working-set size). A caller that must not allocate at that point (a
+// producer holding a spin lock) checks Full first, allocates a larger array
+// itself with NewArray outside its critical section, and hands it over with
+// Adopt. PopRef is an index increment (O(1), no shifting). Reset, called when
+// a drained queue is handed back, clears the popped values (so the garbage
+// collector can reclaim what they referenced) and applies the reclamation
+// rule.
 //
 // # Reclamation
 //
-// The chapter shrinks an array by one element after a gulp that used less than
-// half of it, while its capacity is above a small floor; the half-use check is
-// what stops a queue that peaks at 19 elements from oscillating between 20 and
-// 36 slots. In C the shrink is an in-place realloc. In Go every shrink is a new
-// allocation plus a copy, so shrinking one element per gulp would allocate on
-// nearly every gulp. We keep the rule (shrink only after under-half use, never
-// below the floor) but batch it: after ReclaimAfter consecutive under-half
-// drains the array is reallocated at half its capacity. Since each of those
-// drains used less than half, the halved array still holds the recent peak, so
-// no regrowth follows; capacity converges to at most twice the recent peak, the
-// same bound the chapter's rule reaches.
-//
-// The window must be long. Executor queues see gulp sizes that vary widely
-// from one gulp to the next, and buffers circulate between mailboxes (a gulp
-// swaps the mailbox's buffer with the worker's spare), so a short window
-// (8 was measured) halves buffers that the next busy mailbox regrows at
-// once: on the executor benchmark that churned 1.3 GB through the allocator
-// and let the garbage collector dominate the run. With 64 consecutive
-// under-half drains required, a buffer shrinks only when its load has really
-// fallen for a while, and a shrink costs at most one allocation per 64 gulps.
+// An array shrinks only after drains that used less than half of it, and
+// never below a floor: the half-use check keeps a queue whose load peaks just
+// above a power of two from oscillating between two sizes. In Go every shrink
+// is a new allocation plus a copy, so shrinking a little after every such
+// drain would allocate on nearly every drain; instead, after ReclaimAfter
+// consecutive under-half drains the array is reallocated at half its
+// capacity. Since each of those drains used less than half, the halved array
+// still holds the recent peak, so no regrowth follows; capacity converges to
+// at most twice the recent peak. The window is long because buffers
+// circulate between queues whose loads differ (a gulp swaps buffers), and a
+// short window would halve buffers that the next busy queue regrows at once
+// (docs/design.md). Shrink releases a grown array at once, for queues that
+// have gone idle.
 package copyq
 
 // ReclaimAfter is the number of consecutive drains that used less than half of
@@ -65,12 +62,38 @@ func (q *Queue[T]) Pushed() int { return len(q.buf) }
 // Cap returns the capacity of the underlying array.
 func (q *Queue[T]) Cap() int { return cap(q.buf) }
 
-// Push appends v, doubling the array when it is full.
-func (q *Queue[T]) Push(v T) {
-	if len(q.buf) == cap(q.buf) {
-		q.grow()
+// Full reports whether the next append needs a larger array.
+func (q *Queue[T]) Full() bool { return len(q.buf) == cap(q.buf) }
+
+// GrowCap returns the capacity the next growth doubles to (at least 1).
+func (q *Queue[T]) GrowCap() int { return max(2*cap(q.buf), 1) }
+
+// NewArray returns an empty array of the given capacity, for Adopt.
+func NewArray[T any](capacity int) []T { return make([]T, 0, max(capacity, 0)) }
+
+// Adopt moves the queue's elements into arr, an empty array from NewArray,
+// and keeps arr as the queue's array, if arr is larger than the current one;
+// otherwise it does nothing and reports false. It never allocates.
+func (q *Queue[T]) Adopt(arr []T) bool {
+	if cap(arr) <= cap(q.buf) {
+		return false
 	}
-	q.buf = append(q.buf, v) // never reallocates: room was made above
+	arr = arr[:len(q.buf)]
+	copy(arr, q.buf)
+	q.buf = arr
+	return true
+}
+
+// Shrink replaces the array of an empty queue (every element popped, or
+// none pushed) whose capacity is above floor by arr, an empty array from
+// NewArray(floor), and reports whether it did. It never allocates.
+func (q *Queue[T]) Shrink(floor int, arr []T) bool {
+	if q.head != len(q.buf) || cap(q.buf) <= floor || cap(arr) >= cap(q.buf) {
+		return false
+	}
+	clear(q.buf)
+	q.buf, q.head, q.underHalf = arr[:0], 0, 0
+	return true
 }
 
 // grow doubles the capacity (at least 1), keeping the elements and the head.
@@ -111,23 +134,12 @@ func (q *Queue[T]) PopRef() *T {
 }
 
 // LastPopped returns a pointer to the element most recently popped since the
-// last Reset (by Pop or PopRef), or nil if none was.
+// last Reset (by PopRef), or nil if none was.
 func (q *Queue[T]) LastPopped() *T {
 	if q.head == 0 {
 		return nil
 	}
 	return &q.buf[q.head-1]
-}
-
-// Pop removes and returns the oldest element; ok is false when the queue is empty.
-// The popped slot keeps its value until Reset clears it.
-func (q *Queue[T]) Pop() (v T, ok bool) {
-	if q.head == len(q.buf) {
-		return v, false
-	}
-	v = q.buf[q.head]
-	q.head++
-	return v, true
 }
 
 // Reset empties the queue for reuse: it clears every slot used since the last

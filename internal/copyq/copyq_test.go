@@ -9,16 +9,16 @@ import (
 func TestFIFOAndGrowth(t *testing.T) {
 	q := New[int](2)
 	for i := 0; i < 100; i++ {
-		q.Push(i)
+		push(&q, i)
 	}
 	require.Equal(t, 100, q.Len())
 	require.Equal(t, 128, q.Cap(), "capacity doubles from 2")
 	for i := 0; i < 100; i++ {
-		v, ok := q.Pop()
+		v, ok := pop(&q)
 		require.True(t, ok)
 		require.Equal(t, i, v)
 	}
-	_, ok := q.Pop()
+	_, ok := pop(&q)
 	require.False(t, ok)
 	require.Equal(t, 100, q.Pushed())
 }
@@ -26,17 +26,17 @@ func TestFIFOAndGrowth(t *testing.T) {
 func TestPushWhileDraining(t *testing.T) {
 	// The executor appends to a batch while popping from it (local sends).
 	q := New[int](1)
-	q.Push(0)
+	push(&q, 0)
 	next := 1
 	var got []int
 	for {
-		v, ok := q.Pop()
+		v, ok := pop(&q)
 		if !ok {
 			break
 		}
 		got = append(got, v)
 		if next < 50 {
-			q.Push(next)
+			push(&q, next)
 			next++
 		}
 	}
@@ -71,8 +71,8 @@ func TestNextAndPopRef(t *testing.T) {
 
 func TestZeroValueUsable(t *testing.T) {
 	var q Queue[string]
-	q.Push("a")
-	v, ok := q.Pop()
+	push(&q, "a")
+	v, ok := pop(&q)
 	require.True(t, ok)
 	require.Equal(t, "a", v)
 	require.False(t, q.Reset(4))
@@ -81,8 +81,8 @@ func TestZeroValueUsable(t *testing.T) {
 func TestResetClearsReferences(t *testing.T) {
 	q := New[*int](4)
 	x := 1
-	q.Push(&x)
-	q.Pop()
+	push(&q, &x)
+	pop(&q)
 	q.Reset(0)
 	full := q.buf[:cap(q.buf)]
 	for _, p := range full {
@@ -96,10 +96,10 @@ func TestReclaimNeedsUnderHalfUse(t *testing.T) {
 	q := New[int](10)
 	fill := func(n int) {
 		for i := 0; i < n; i++ {
-			q.Push(i)
+			push(&q, i)
 		}
 		for q.Len() > 0 {
-			q.Pop()
+			pop(&q)
 		}
 	}
 	fill(19)
@@ -115,7 +115,7 @@ func TestReclaimNeedsUnderHalfUse(t *testing.T) {
 func TestReclaimShrinksUnderUsedArrays(t *testing.T) {
 	q := New[int](4)
 	for i := 0; i < 1000; i++ {
-		q.Push(i)
+		push(&q, i)
 	}
 	q.Reset(4)
 	require.Equal(t, 1024, q.Cap())
@@ -123,7 +123,7 @@ func TestReclaimShrinksUnderUsedArrays(t *testing.T) {
 	shrinks := 0
 	for round := 0; round < 10*ReclaimAfter; round++ {
 		for i := 0; i < 3; i++ {
-			q.Push(i)
+			push(&q, i)
 		}
 		if q.Reset(4) {
 			shrinks++
@@ -140,7 +140,7 @@ func TestReclaimShrinksUnderUsedArrays(t *testing.T) {
 			n = 40
 		}
 		for i := 0; i < n; i++ {
-			q2.Push(i)
+			push(&q2, i)
 		}
 		require.False(t, q2.Reset(4))
 	}
@@ -150,7 +150,7 @@ func TestReclaimShrinksUnderUsedArrays(t *testing.T) {
 func TestReclaimRespectsFloor(t *testing.T) {
 	q := New[int](64)
 	for round := 0; round < 1000; round++ {
-		q.Push(1)
+		push(&q, 1)
 		q.Reset(16)
 	}
 	require.Equal(t, 16, q.Cap())
@@ -162,12 +162,50 @@ func BenchmarkPushPop(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		q.Push(e)
+		push(&q, e)
 		if q.Len() == 16 {
 			for q.Len() > 0 {
-				q.Pop()
+				pop(&q)
 			}
 			q.Reset(4)
 		}
+	}
+}
+
+func push[T any](q *Queue[T], v T) { *q.Next() = v }
+
+func pop[T any](q *Queue[T]) (v T, ok bool) {
+	p := q.PopRef()
+	if p == nil {
+		return v, false
+	}
+	return *p, true
+}
+
+func TestAdoptAndShrink(t *testing.T) {
+	q := New[int](2)
+	push(&q, 1)
+	push(&q, 2)
+	if !q.Full() || q.GrowCap() != 4 {
+		t.Fatalf("full %v growcap %d", q.Full(), q.GrowCap())
+	}
+	if q.Adopt(NewArray[int](2)) {
+		t.Fatal("adopted an array no larger than the current one")
+	}
+	if !q.Adopt(NewArray[int](q.GrowCap())) || q.Cap() != 4 || q.Full() {
+		t.Fatalf("adopt: cap %d", q.Cap())
+	}
+	push(&q, 3)
+	for i := 1; i <= 3; i++ {
+		if v, ok := pop(&q); !ok || v != i {
+			t.Fatalf("pop %d: %d %v", i, v, ok)
+		}
+	}
+	if !q.Shrink(2, NewArray[int](2)) || q.Cap() != 2 || q.Len() != 0 {
+		t.Fatalf("shrink: cap %d len %d", q.Cap(), q.Len())
+	}
+	push(&q, 4)
+	if q.Shrink(1, NewArray[int](1)) {
+		t.Fatal("shrank a queue holding an element")
 	}
 }

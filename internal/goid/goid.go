@@ -67,6 +67,10 @@ func Get() uintptr {
 	return getg()
 }
 
+// Unchecked is Get without the test of Supported, for hot paths that have
+// tested Supported already: it must only be called when Supported is true.
+func Unchecked() uintptr { return getg() }
+
 // setup decides Supported: archOK says whether getg is implemented on this
 // architecture, env is the value of ACTORD_GOID, and warn (slog.Warn in
 // production) is called once if the self-check of get fails.

@@ -1,0 +1,205 @@
+package executor
+
+import (
+	"reflect"
+	"runtime/debug"
+	"unsafe"
+
+	"github.com/actord/actord/internal/erased"
+)
+
+// Delivery: running behaviours, applying allocation statuses, terminating
+// actors, recovering panics.
+//
+// Message lifetime. A message belongs to the behaviour receiving it until
+// that behaviour returns or sends the message on. The executor reads nothing
+// of a message after its behaviour returns: the message's allocation status
+// is not stored in the message but recorded by MsgCell.Set on the worker
+// running the behaviour (msgStatus), for that one delivery. So a behaviour
+// that forwards its message (sends it again) moves it: the next receiver, on
+// any worker, may use it, set its status and release it, while the first
+// worker only reads its own record, which its behaviour left at Nodelete.
+// Only the last receiver may set Delete or Destroy; a message delivered to
+// several actors at once (a broadcast) must not be given either.
+
+// drain delivers every envelope of the batch, recovering from panics.
+func (w *worker) drain() {
+	for !w.drainBatch() {
+	}
+}
+
+// drainBatch delivers envelopes until the batch is empty and returns true.
+// If a behaviour panics it returns false after recording the panic, and
+// drain calls it again for the rest of the batch. The deferred function runs
+// once per batch, not per message (a deferred call in a loop would not be
+// open-coded and would cost every message).
+func (w *worker) drainBatch() (done bool) {
+	defer func() {
+		if !done {
+			r := recover()
+			w.recovered(r, r == nil) // r == nil: runtime.Goexit is unwinding us
+		}
+	}()
+	e := w.e
+	for {
+		env := w.buf.PopRef() // after a panic, w.buf.LastPopped() is the culprit
+		if env == nil {
+			return true
+		}
+		if e.shutdown.Load() {
+			// Stopping with messages left: after a normal stop (no actor
+			// alive) they are dead letters; after a forced stop, dropped.
+			n := uint64(1 + w.buf.Len())
+			if e.forced.Load() {
+				w.st.Dropped += n
+				e.undeliver.Add(int64(n))
+			} else {
+				w.st.DeadLetters += n
+			}
+			for w.buf.PopRef() != nil {
+			}
+			return true
+		}
+		// Deliver, inline (this loop is the executor's innermost): run the
+		// behaviour, then apply the actor's and the message's statuses. The
+		// actor must still be in the incarnation the envelope was sent to.
+		c := env.cell
+		if c.state.Load() != env.want {
+			w.st.DeadLetters++
+			continue
+		}
+		w.delivering = env
+		status := env.call()
+		w.delivering = nil
+		if status != Nodelete {
+			w.terminate(c, env.want, status)
+		}
+		if ms := w.msgStatus; ms != Nodelete {
+			w.msgStatus = Nodelete
+			w.messageDone(env, ms)
+		}
+	}
+}
+
+// messageDone applies a message's Delete or Destroy status, set by the
+// behaviour that received it: the Destroy and, for Delete, Release hooks
+// run. Finished needs no action. A panic in these hooks is reported
+// (recovered) but does not terminate the actor, whose behaviour completed.
+func (w *worker) messageDone(env *envelope, ms Allocation) {
+	if ms != Delete && ms != Destroy {
+		return
+	}
+	w.inMsgHook = true
+	if d, ok := env.msg.(Destroyer); ok {
+		d.Destroy()
+	}
+	if ms == Delete {
+		if r, ok := env.msg.(Releaser); ok {
+			r.Release()
+		}
+	}
+	w.inMsgHook = false
+}
+
+// terminate ends the incarnation of actor c whose alive state word is
+// alive, with status st. In order: if there is a Destroy hook to run, the
+// state becomes ending (sends fail, Spawn refuses) and the hook runs; the
+// state becomes dead; the Release hook runs, and the live count drops (so
+// Stop returns only after every hook ran).
+//
+// The dead store hands the object over: for Destroy and Finished, back to
+// the program (it may be spawned again as soon as Alive reports false); for
+// Delete, to the Release hook, which typically puts it in a pool from which
+// another goroutine may spawn it again while Release is still returning.
+// After the dead store nothing here reads c or the object except through
+// the copy obj taken before it.
+func (w *worker) terminate(c *Cell, alive uint32, st Allocation) {
+	inc := alive &^ cellKindMask
+	obj := c.obj
+	w.st.ActorsTerminated++
+	w.ending, w.endingInc, w.endingObj = c, inc, obj
+	var destroyer Destroyer
+	if st == Delete || st == Destroy {
+		destroyer, _ = obj.(Destroyer)
+	}
+	if destroyer != nil {
+		c.state.Store(inc | cellEnding)
+		destroyer.Destroy()
+	}
+	c.state.Store(inc | cellDead)
+	if st == Delete {
+		if r, ok := obj.(Releaser); ok {
+			r.Release()
+		}
+	}
+	w.ending, w.endingObj = nil, nil
+	w.e.actorGone()
+}
+
+// recovered handles a panic (or runtime.Goexit) out of a behaviour or hook
+// and records it with its stack:
+//   - out of an actor's termination hook: that termination completes;
+//   - out of a message's hook: the actor, whose behaviour completed, goes on;
+//   - out of a behaviour: its actor is terminated, without hooks.
+func (w *worker) recovered(r any, goexit bool) {
+	env := w.buf.LastPopped() // the envelope being delivered
+	c := env.cell
+	stack := debug.Stack()
+	w.st.Panics++
+	w.delivering = nil
+	w.msgStatus = Nodelete
+	var obj any
+	switch {
+	case w.ending != nil && w.ending == c:
+		// If Destroy panicked the state is still ending; if Release
+		// panicked it is dead, or already a new incarnation that must not
+		// be touched (the CAS fails then).
+		obj = w.endingObj
+		c.state.CompareAndSwap(w.endingInc|cellEnding, w.endingInc|cellDead)
+		w.ending, w.endingObj = nil, nil
+		w.e.actorGone()
+	case w.inMsgHook:
+		w.inMsgHook = false
+	case c.state.Load() == env.want:
+		// The behaviour panicked while this incarnation was alive. Only
+		// this worker can end it, so obj is stable until the dead store.
+		obj = c.obj
+		c.state.Store(env.want&^cellKindMask | cellDead)
+		w.st.ActorsTerminated++
+		w.e.actorGone()
+	}
+	w.e.recordPanic(&PanicError{Actor: obj, Message: env.msg, Value: r, Goexit: goexit, Stack: stack, Worker: w.id})
+}
+
+// Set records the allocation status of the message m for the delivery that
+// is running it: the executor applies it after the receiving behaviour
+// returns. It reports false, and records nothing, when the caller is not the
+// behaviour receiving the message that contains m.
+func (m *MsgCell) Set(a Allocation) bool {
+	w := runningWorker()
+	if w == nil || !w.delivering.holds(unsafe.Pointer(m)) {
+		return false
+	}
+	w.msgStatus = a
+	return true
+}
+
+// Get returns the status that the running behaviour set for the message
+// containing m (Nodelete if none, or if the caller is not that behaviour).
+func (m *MsgCell) Get() Allocation {
+	w := runningWorker()
+	if w == nil || !w.delivering.holds(unsafe.Pointer(m)) {
+		return Nodelete
+	}
+	return w.msgStatus
+}
+
+// holds reports whether p points into the message of env (nil env: false).
+func (env *envelope) holds(p unsafe.Pointer) bool {
+	if env == nil {
+		return false
+	}
+	start := uintptr(erased.Data(env.msg))
+	size := reflect.TypeOf(env.msg).Elem().Size()
+	return uintptr(p) >= start && uintptr(p) <= start+size
+}

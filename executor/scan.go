@@ -1,0 +1,145 @@
+package executor
+
+import "time"
+
+// pass visits each owned slot once, gulping and processing every non-empty
+// mailbox that is not being processed elsewhere. It reports whether it found
+// work.
+func (w *worker) pass() bool {
+	e := w.e
+	if ep := e.statsEpoch.Load(); ep != w.seenEpoch {
+		w.publish(ep) // between batches: the counters are consistent
+	}
+	busy := 0
+	for i := w.lo; i < w.hi; i++ {
+		mb := e.slots[i].Load() // nil only while this worker swaps it, never here
+		if mb == nil {
+			continue
+		}
+		word := mb.word.Load() // the unlocked emptiness test
+		if wordLen(word) == 0 {
+			continue
+		}
+		if word&wordProcessing != 0 {
+			if w.stats {
+				w.st.MissedGulps++
+			}
+			continue
+		}
+		n, missed := mb.gulp(&w.buf)
+		if missed {
+			if w.stats {
+				w.st.MissedGulps++
+			}
+			continue
+		}
+		if n == 0 {
+			continue
+		}
+		busy++
+		if mb.drainer.Load() != &w.batch {
+			mb.drainer.Store(&w.batch)
+		}
+		w.cur = mb
+		w.regulps = 0
+		w.gulped = n
+		w.processCurrent()
+		if e.shutdown.Load() {
+			return true
+		}
+	}
+	// A backlog: after a pass, at least two owned mailboxes are waiting
+	// again. (Counting busy mailboxes during the pass would not do: a chain
+	// of single messages hopping from one mailbox to the next, which one
+	// worker serves best alone, looks busy too.) If others sleep, wake one
+	// so it can steal (see wakeThief).
+	if busy > 0 && e.sel != nil && e.sleepers.Load() != 0 && w.waiting(2) {
+		// At most once per steal age: a thief woken sooner could not take
+		// anything yet (candidates must age), and each wake costs this busy
+		// worker a wake-up and the sleeper a spin over our mailbox words.
+		if now := time.Since(e.epoch); now-w.thiefWoken >= e.cfg.StealAge {
+			w.thiefWoken = now
+			w.wakeThief()
+		}
+	}
+	return busy > 0
+}
+
+// processCurrent drains the batch of w.cur, re-taking the mailbox while it
+// refilled meanwhile (up to Config.Regulps times), then releases it.
+func (w *worker) processCurrent() {
+	e, mb := w.e, w.cur
+	for {
+		w.gulpedNow.Store(int64(w.gulped))
+		w.limit = w.gulped + e.cfg.LocalBatch
+		w.drain()
+		w.limit = 0
+		w.st.LocalSends += uint64(w.buf.Pushed() - w.gulped) // always: Stats.MessagesSent needs it
+		if w.stats {
+			w.st.GulpSize.Observe(uint64(w.gulped))
+		}
+		if w.buf.Cap() > e.cfg.QueueCapacity {
+			w.grown = true // reclaim before parking (see reclaim)
+		}
+		w.buf.Reset(e.cfg.QueueCapacity)
+		regulp := w.regulps < e.cfg.Regulps && !e.shutdown.Load()
+		n, left := mb.release(&w.buf, regulp)
+		if n == 0 {
+			w.cur = nil
+			// Messages arrived while we held the mailbox, but it is not
+			// ours to re-take: if its owner (a thief took it) sleeps,
+			// wake it. This is the sender's half of the wake-up protocol
+			// (see park.go): the release's unlocking store published them.
+			if left > 0 && e.sleepers.Load() != 0 {
+				if o := e.workers[mb.owner.Load()]; o != w {
+					o.wake()
+				}
+			}
+			return
+		}
+		w.regulps++
+		w.gulped = n
+	}
+}
+
+// waiting reports whether at least n owned mailboxes hold envelopes and are
+// not being processed.
+func (w *worker) waiting(n int) bool {
+	for i := w.lo; i < w.hi; i++ {
+		if mb := w.e.slots[i].Load(); mb != nil && isCandidate(mb) {
+			if n--; n == 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// hasWork reports whether an owned mailbox holds envelopes and is not being
+// processed elsewhere (a mailbox being processed elsewhere is handed back
+// with a wake-up by its releaser, see processCurrent).
+func (w *worker) hasWork() bool {
+	for i := w.lo; i < w.hi; i++ {
+		if mb := w.e.slots[i].Load(); mb != nil {
+			if word := mb.word.Load(); wordLen(word) > 0 && word&wordProcessing == 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// nextLocal returns the next of w's own mailboxes, round-robin, that is not
+// a spare, for PlaceLocal; nil if all of w's slots hold spares. Own slots
+// are nil only during w's own swaps, and a behaviour never runs inside one.
+func (w *worker) nextLocal() *mailbox {
+	span := w.hi - w.lo
+	for k := 0; k < span; k++ {
+		mb := w.e.slots[w.lo+w.spawned%span].Load()
+		w.spawned++
+		if !mb.spare {
+			return mb
+		}
+	}
+	return nil
+}

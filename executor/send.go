@@ -1,0 +1,144 @@
+package executor
+
+import (
+	"math"
+	"unsafe"
+
+	"github.com/actord/actord/internal/erased"
+	"github.com/actord/actord/internal/goid"
+)
+
+// Spawn makes a, an actor that contains the cell c, a live actor of e, on a
+// mailbox chosen by Config.Placement. c must be new, or dead (an actor whose
+// earlier termination is over, or that was alive in an executor that has
+// shut down).
+//
+// Errors: ErrNotStarted (nil e), ErrStopped (e has stopped, or is stopping
+// with no actor left alive), ErrAlreadySpawned (a is alive, being spawned, or
+// its termination hooks are running). It panics if c is not inside *a.
+func Spawn[T any, A interface{ *T }](e *Executor, c *Cell, a A) error {
+	if uintptr(unsafe.Pointer(c))-uintptr(unsafe.Pointer(a)) >= unsafe.Sizeof(*a) {
+		panic("executor: Spawn: the cell is not inside the actor")
+	}
+	if e == nil {
+		return ErrNotStarted
+	}
+	return e.spawn(c, a)
+}
+
+// Send queues msg for the actor to, which contains the cell c, to be
+// delivered by calling fn(to, msg) on a worker. The behaviour receives
+// exactly the pointer the sender named: sending to an actor embedded in the
+// spawned one delivers to the embedded actor. It allocates nothing once the
+// destination copy queue has grown to its working size.
+//
+// Errors: ErrNotSpawned, ErrTerminated (the incarnation the sender could see
+// has terminated), ErrStopped. It panics if c is not inside *to.
+func Send[TA, TM any, A interface{ *TA }, M interface{ *TM }](c *Cell, to A, msg M, fn func(A, M) Allocation) error {
+	// Kept small enough to be inlined into its caller: the checks are in send.
+	return send(c, unsafe.Pointer(to), unsafe.Sizeof(*to), erased.Erase(fn), msg)
+}
+
+// spawn implements Spawn.
+func (e *Executor) spawn(c *Cell, obj any) error {
+	st := c.state.Load()
+	switch st & cellKindMask {
+	case cellNew, cellDead:
+	case cellAlive:
+		// Alive in an executor that has shut down (a forced Stop left it
+		// alive): it is terminated and may be spawned again.
+		if x := c.exec.Load(); x == nil || !x.closed.Load() {
+			return ErrAlreadySpawned
+		}
+	default:
+		return ErrAlreadySpawned // being spawned, or its termination hooks are running
+	}
+	next := st&^cellKindMask + cellIncarnOne // the next incarnation
+	if !c.state.CompareAndSwap(st, next|cellSpawning) {
+		return ErrAlreadySpawned
+	}
+	if !e.enter() {
+		c.state.Store(st)
+		return ErrStopped
+	}
+	w := e.current()
+	var mb *mailbox
+	if w != nil && e.cfg.Placement == PlaceLocal {
+		mb = w.nextLocal()
+	}
+	if mb == nil {
+		t := e.ticket.Add(1) - 1
+		mb = e.mailboxes[t%uint64(len(e.mailboxes))]
+	}
+	c.mb.Store(mb)
+	c.exec.Store(e)
+	c.obj = obj
+	c.state.Store(next | cellAlive) // publishes the fields above to senders and workers
+	if w != nil {
+		w.st.ActorsCreated++
+	} else {
+		e.extCreated.Add(1)
+	}
+	return nil
+}
+
+// stateErr maps a non-alive cell state to the error a send reports.
+func stateErr(st uint32) error {
+	switch st & cellKindMask {
+	case cellEnding, cellDead:
+		return ErrTerminated
+	case cellSpawning:
+		if st>>3 > 1 {
+			// Being spawned again: the incarnation the sender could have
+			// known has terminated.
+			return ErrTerminated
+		}
+	}
+	return ErrNotSpawned
+}
+
+// send queues an envelope (see Send).
+//
+// The local path: when the destination mailbox is being processed and the
+// caller is the very goroutine draining it (a behaviour of an actor on that
+// mailbox, sending to an actor on the same mailbox, such as itself), the
+// envelope is appended to the batch being drained: no lock, no atomic write.
+// Recognising the caller costs one load of the mailbox word (which the
+// locked path needs anyway), and only when that word says "processing" a
+// load of the drainer's batch, of its goroutine identity and of the
+// caller's. Every other field of the batch the local path touches is read
+// only after the identity matched, that is, by the draining goroutine.
+func send(c *Cell, to unsafe.Pointer, size uintptr, fn unsafe.Pointer, msg any) error {
+	// The cell must lie inside the actor the sender named (of size bytes),
+	// so that delivery can find that actor from the cell (see envelope).
+	off := uintptr(unsafe.Pointer(c)) - uintptr(to)
+	if off >= size || off > math.MaxUint32 {
+		panic("executor: Send: the cell is not inside the actor")
+	}
+	coff := uint32(off)
+	st := c.state.Load()
+	if st&cellKindMask != cellAlive {
+		return stateErr(st)
+	}
+	mb := c.mb.Load()
+	if goid.Supported && mb.word.Load()&wordProcessing != 0 {
+		if b := mb.drainer.Load(); b != nil && b.g.Load() == goid.Unchecked() {
+			if b.cur == mb && b.buf.Pushed() < b.limit {
+				// We are b's goroutine, inside a behaviour of the batch it
+				// is draining: append to that batch. Per-sender FIFO holds:
+				// every earlier send from here to this mailbox during this
+				// batch was appended too (the batch only grows, so once it
+				// reaches limit every later send of the batch goes to
+				// the mailbox), and earlier batches were drained before
+				// this one began.
+				b.buf.Next().set(c, fn, msg, coff, st)
+				return nil
+			}
+		}
+	}
+	if !mb.push(c, fn, msg, coff, st) {
+		return ErrStopped
+	}
+	c.exec.Load().notify(mb)
+	return nil
+}

@@ -1,0 +1,223 @@
+package executor
+
+import (
+	"time"
+
+	"github.com/actord/actord/stealing"
+)
+
+// The stealing policy: when an idle worker steals, from whom, what, and
+// what it gives back. The swap itself is stealing.TrySwapHooked.
+
+// wakeThief wakes one parked worker (the first after w in worker order) so
+// that it can steal from w's backlog.
+//
+// How parked workers take part in stealing:
+//  1. A busy worker that, after a pass, still has two or more mailboxes
+//     waiting wakes one sleeper (here). The sleeper resumes as a spinning
+//     thief, finds a candidate at w, and takes it once it has aged
+//     (Config.StealAge). One wake per pass at most, and only while someone
+//     sleeps, so a steadily busy system does not churn sleepers.
+//  2. A worker stuck in a long behaviour cannot run passes, so it cannot do
+//     (1). Its mailboxes are found by any worker that is awake (spinning
+//     thieves look every two idle passes), or, when all others sleep, by
+//     the park timeout: a parked worker wakes after Config.ParkTimeout
+//     (doubling while it keeps finding nothing, up to ParkTimeoutMax),
+//     spins, and steals what has aged.
+//  3. Senders never wake a worker other than their mailbox's owner, and
+//     never for stealing: sending stays one load when nobody sleeps.
+func (w *worker) wakeThief() {
+	ws := w.e.workers
+	for k := 1; k < len(ws); k++ {
+		o := ws[(w.id+k)%len(ws)]
+		if o.wake() {
+			w.st.StealWakeups++
+			return
+		}
+	}
+}
+
+// stealHooks keeps mailbox owners exact across a swap: each mailbox's owner
+// is written while the mailbox is unreachable through the slots (see
+// stealing.Hooks), so a concurrent thief can never overwrite a newer owner
+// with an older one.
+type stealHooks struct{ thief, victim *worker }
+
+func (h stealHooks) Giving(q *mailbox)   { q.owner.Store(int32(h.victim.id)); h.thief.given = q }
+func (h stealHooks) Ungiving(q *mailbox) { q.owner.Store(int32(h.thief.id)) }
+func (h stealHooks) Taking(q *mailbox)   { q.owner.Store(int32(h.thief.id)); h.thief.taken = q }
+
+// victimStuck reports whether the batch w saw being processed at its victim
+// is still the same one StealAge or more later: a behaviour that long means
+// the victim is stuck, and must not be given queues with actors on them.
+func (w *worker) victimStuck(now time.Duration) bool {
+	b := w.busy
+	if b.mb == nil {
+		return false
+	}
+	word := b.mb.word.Load()
+	if word&wordProcessing == 0 || word&wordSeqMask != b.word&wordSeqMask {
+		w.busy = candidate{} // that batch is over
+		return false
+	}
+	return now-b.since >= w.e.cfg.StealAge
+}
+
+// candidate is a mailbox a thief saw waiting (see steal).
+type candidate struct {
+	mb    *mailbox
+	word  uint64        // its word when first seen (the gulp sequence matters)
+	since time.Duration // when, since the executor's epoch
+}
+
+// steal makes one steal attempt: choose a victim,
+// scan its slots from a random start for candidates (non-nil, non-empty,
+// not being processed), and try ONE wait-free swap with a slot of our own.
+// Whatever the outcome, the caller goes back to its own slots. It reports
+// whether a non-empty mailbox was taken.
+//
+// Aging (our addition): a candidate is swapped only once it has been waiting
+// for Config.StealAge: the thief remembers every candidate it saw at the
+// victim, with its word and the time, and at later attempts checks (one load
+// each) which are still candidates with the same gulp sequence, i.e. have
+// not been served since. A mailbox its owner serves promptly (the owner is
+// busy, not stuck) is left alone, so sequential work such as a chain of
+// single messages is not dragged between cores, and a busy but balanced
+// system does not churn its queues between workers. A backlog the owner
+// cannot keep up with, or mailboxes stuck behind a long behaviour, are
+// taken once they have aged: one per attempt, and after a sleep all the
+// remembered ones that waited through it, without a new wait each.
+// Watching candidates costs the victim only those loads.
+func (w *worker) steal() bool {
+	e := w.e
+	e.sel.Attempt(w.id) // this worker is looking for work: not a good victim
+	now := time.Since(e.epoch)
+	ready := -1
+	keep := w.cands[:0]
+	for _, c := range w.cands {
+		word := c.mb.word.Load()
+		if !isCandidateWord(word) || word&wordSeqMask != c.word&wordSeqMask {
+			continue // served (or emptied) since we saw it
+		}
+		if ready < 0 && now-c.since >= e.cfg.StealAge {
+			if i := e.slotOf(c.mb, w); i >= 0 {
+				ready = i
+				continue // tried now: not kept
+			}
+		}
+		keep = append(keep, c)
+	}
+	clear(w.cands[len(keep):]) // drop references to mailboxes no longer watched
+	w.cands = keep
+	if ready >= 0 {
+		w.st.StealAttempts++
+		return w.trySteal(ready, w.victimStuck(now))
+	}
+	if len(w.cands) > 0 {
+		return false // still waiting for them to age
+	}
+	w.st.StealAttempts++
+	v := e.sel.Victim(w.id, w.rng)
+	if v < 0 {
+		w.st.StealNoCandidate++
+		return false
+	}
+	vw := e.workers[v]
+	span := vw.hi - vw.lo
+	start := w.rng.IntN(span)
+	for k := 0; k < span; k++ {
+		i := vw.lo + (start+k)%span
+		mb := e.slots[i].Load()
+		if mb == nil {
+			continue // another thief is mid-swap on this slot
+		}
+		word := mb.word.Load()
+		if isCandidateWord(word) {
+			if e.cfg.StealAge < 0 {
+				return w.trySteal(i, false)
+			}
+			w.cands = append(w.cands, candidate{mb: mb, word: word, since: now})
+		} else if word&wordProcessing != 0 && (w.busy.mb == nil || w.busy.mb.word.Load()&(wordProcessing|wordSeqMask) != w.busy.word&(wordProcessing|wordSeqMask)) {
+			w.busy = candidate{mb: mb, word: word, since: now} // a new batch to watch
+		}
+	}
+	if len(w.cands) == 0 {
+		w.st.StealNoCandidate++
+	}
+	return false
+}
+
+// isCandidate reports whether mb is worth stealing: non-empty and not being
+// processed (a racy test; the swap itself is what must be correct).
+func isCandidate(mb *mailbox) bool { return isCandidateWord(mb.word.Load()) }
+
+func isCandidateWord(word uint64) bool {
+	return wordLen(word) > 0 && word&wordProcessing == 0
+}
+
+// slotOf returns the slot index holding mb if it is in another worker's
+// range (the owner field says whose), or -1.
+func (e *Executor) slotOf(mb *mailbox, thief *worker) int {
+	o := e.workers[mb.owner.Load()]
+	if o == thief {
+		return -1
+	}
+	for i := o.lo; i < o.hi; i++ {
+		if e.slots[i].Load() == mb {
+			return i
+		}
+	}
+	return -1
+}
+
+// giveSlot returns the own slot to give the victim in a swap. Normally a
+// random own mailbox that is not a spare: queues are
+// exchanged one for one, so both workers keep as many queues with actors as
+// before and a busy, balanced system stays balanced. When the victim is
+// stuck in a long behaviour, a spare if w holds one: none of w's actors
+// then end up waiting behind the stuck behaviour.
+func (w *worker) giveSlot(victimStuck bool) int {
+	span := w.hi - w.lo
+	start := w.rng.IntN(span)
+	fallback := w.lo + start
+	for k := 0; k < span; k++ {
+		i := w.lo + (start+k)%span
+		mb := w.e.slots[i].Load()
+		if mb == nil {
+			continue
+		}
+		if mb.spare == victimStuck {
+			return i
+		}
+	}
+	return fallback
+}
+
+// trySteal swaps victim slot i (where the candidate was found) with a slot
+// of w's own (see giveSlot; victimStuck says whether to give a spare). The swap takes whatever slot i holds at that
+// moment (usually the candidate; recorded by the Taking hook), and the
+// victim is the worker that owns slot i's range, which never changes.
+func (w *worker) trySteal(i int, victimStuck bool) bool {
+	e := w.e
+	vw := e.slotWorker[i]
+	mine := w.giveSlot(victimStuck)
+	if !stealing.TrySwapHooked(e.slots, i, mine, stealHooks{thief: w, victim: vw}) {
+		w.st.StealFailedSwap++
+		return false
+	}
+	n := w.taken.queued()
+	w.taken = nil
+	if n == 0 {
+		w.st.EmptySteals++
+	} else {
+		w.st.StealSize.Observe(uint64(n))
+	}
+	// The mailbox we gave the victim may hold messages: if the victim
+	// sleeps, wake it (the sender's half of the protocol in park.go; the
+	// swap published the mailbox).
+	if w.given.queued() > 0 && e.sleepers.Load() != 0 {
+		vw.wake()
+	}
+	w.given = nil
+	return n > 0
+}

@@ -1,0 +1,160 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+)
+
+// stopState makes Stop a single decision that every caller waits for.
+type stopState struct {
+	// started is set by the first Stop (CAS), which runs the stop; done is
+	// closed by it after writing err, which every other caller reads after
+	// receiving from done (the close publishes err).
+	started atomic.Bool
+	done    chan struct{}
+	err     error
+}
+
+func (s *stopState) init() { s.done = make(chan struct{}) }
+
+// forcedStopGrace bounds how long a forced Stop waits for workers to leave
+// the behaviours they are running.
+const forcedStopGrace = time.Second
+
+// Stop waits until every actor has terminated, then stops the workers and
+// closes the mailboxes. If ctx ends first, Stop shuts the executor down
+// anyway (each worker finishes the behaviour it is running, if any, and drops
+// the rest of its batch) and returns an error wrapping ErrActorsAlive and
+// ctx's cause that says how many actors were still alive; those actors count
+// as terminated from then on (Cell.Alive reports false once every worker has
+// left its behaviour) and may be spawned into another executor.
+//
+// The error also reports, joined: every panic recovered during the run
+// (*PanicError, errors.Is(err, ErrPanic)), and ErrUndelivered with the number
+// of messages that were never delivered (sent to actors that had terminated,
+// still queued at the end, or dropped from batches at a forced stop). Stop
+// returns nil when all is well.
+//
+// Stop runs once. Callers that call it while it runs wait for it and get
+// the same result (or, if their own context ends first, an error wrapping
+// ErrActorsAlive and their context's cause); callers after it has returned
+// get ErrStopped. Called from a behaviour it returns ErrStopInBehaviour and
+// stops nothing.
+func (e *Executor) Stop(ctx context.Context) error {
+	if e == nil {
+		return ErrNotStarted
+	}
+	if e.inBehaviour() {
+		return ErrStopInBehaviour
+	}
+	s := &e.stop
+	if s.started.CompareAndSwap(false, true) {
+		s.err = e.runStop(ctx)
+		close(s.done)
+		return s.err
+	}
+	select {
+	case <-s.done:
+		return ErrStopped
+	default:
+	}
+	select {
+	case <-s.done:
+		return s.err
+	case <-ctx.Done():
+		return fmt.Errorf("%w: the Stop in progress had not finished when this caller's context ended: %w",
+			ErrActorsAlive, context.Cause(ctx))
+	}
+}
+
+// runStop is the one run of Stop.
+func (e *Executor) runStop(ctx context.Context) error {
+	var errs []error
+	for !e.life.CompareAndSwap(0, lifeStopped) {
+		select {
+		case <-e.zero:
+			continue
+		case <-ctx.Done():
+		}
+		if e.life.CompareAndSwap(0, lifeStopped) {
+			break // finished just as the context ended: a clean stop
+		}
+		e.forced.Store(true) // before shutdown: workers read it after seeing shutdown
+		n := e.life.Or(lifeStopped) &^ lifeStopped
+		errs = append(errs, fmt.Errorf("%w: %d actors still alive when the context ended: %w",
+			ErrActorsAlive, n, context.Cause(ctx)))
+		break
+	}
+	e.shutdown.Store(true)
+	e.wakeAll()
+	stuck := 0
+	if !e.waitWorkers(forcedStopGrace) {
+		// A worker is inside a behaviour that does not return. Stop does
+		// not hang with it: the worker exits when the behaviour returns,
+		// and drops the rest of its batch then.
+		for _, w := range e.workers {
+			if w.state.Load() != workerExited {
+				stuck += int(w.gulpedNow.Load())
+			}
+		}
+		errs = append(errs, fmt.Errorf("%w: a worker is still running a behaviour %v after the stop; it exits when the behaviour returns",
+			ErrActorsAlive, forcedStopGrace))
+	}
+
+	var dead uint64
+	for _, w := range e.workers {
+		w.pubMu.Lock() // each exited worker published at exit
+		dead += w.pub.DeadLetters
+		w.pubMu.Unlock()
+	}
+	queued := int64(0)
+	for _, m := range e.mailboxes {
+		queued += int64(m.close())
+	}
+	for _, m := range e.spares {
+		m.close()
+	}
+	dropped := e.undeliver.Load()
+	e.errMu.Lock()
+	errs = append(errs, e.panics...)
+	if extra := e.panicsN - len(e.panics); extra > 0 {
+		errs = append(errs, fmt.Errorf("%w: %d more panics not kept", ErrPanic, extra))
+	}
+	e.errMu.Unlock()
+	if total := int64(dead) + queued + dropped; total > 0 || stuck > 0 {
+		msg := fmt.Sprintf("%d messages (%d sent to terminated actors, %d still queued at stop, %d dropped from batches at a forced stop)",
+			total, dead, queued, dropped)
+		if stuck > 0 {
+			msg += fmt.Sprintf(", and up to %d more in the batch of a worker still running a behaviour, dropped when it returns", stuck)
+		}
+		errs = append(errs, fmt.Errorf("%w: %s", ErrUndelivered, msg))
+	}
+	return errors.Join(errs...)
+}
+
+// waitWorkers waits for every worker goroutine to exit. After a normal stop
+// they all do promptly (no actor is alive, so no behaviour runs). After a
+// forced stop a worker may be inside a long behaviour: then it gives up
+// after grace and reports false.
+func (e *Executor) waitWorkers(grace time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		e.wg.Wait()
+		close(done)
+	}()
+	if !e.forced.Load() {
+		<-done
+		return true
+	}
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
+}

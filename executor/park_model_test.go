@@ -1,0 +1,768 @@
+package executor
+
+// A model checker for the wake-up protocol of park.go ("The wake-up protocol
+// (no lost wake-ups)"), in the manner of stealing/swap_model_test.go.
+//
+// The model holds the protocol's shared memory: Executor.sleepers, each
+// worker's state word (workerRunning, workerParked, workerWoken), each
+// mailbox's "holds a published message" flag, and each worker's event, whose
+// one-slot wake token gives event.Event's semantics: Wait returns at once if
+// the word no longer holds workerParked, and a Wake given after S2 is never
+// lost (it leaves a token that a later Wait consumes). Worker w owns mailbox
+// w. Each thread is a small program whose steps are the protocol's atomic
+// operations, one transition each, named after the code they stand for:
+//
+//	sleeper: one park of worker w (worker.park, without a park timeout, as
+//	when stealing is off)
+//	  S1        e.sleepers.Add(1)
+//	  S2        w.state.Store(workerParked)
+//	  S3 load   w.hasWork(): load mailbox w's word
+//	  S3 CAS    w.state.CompareAndSwap(workerParked, workerRunning)  (it saw work)
+//	  S3 dec    e.sleepers.Add(-1)                                   (the CAS won)
+//	  S3 store  w.state.Store(workerRunning)                         (the CAS lost: a waker decremented)
+//	  S4 wait   w.ev.Wait(&w.state, workerParked, 0): returns at once unless the word is parked
+//	  S4 asleep blocked in Wait until a Wake's token arrives
+//	  S4 load   w.state.Load() != workerParked: break (else Wait again)
+//	  S4 store  w.state.Store(workerRunning)
+//	sender: a send to mailbox mb (send: mb.push, then Executor.notify, then
+//	worker.wake; the releaser in processCurrent and the thief in trySteal
+//	take the same steps after their release or swap)
+//	  P1        mb.push: the unlocking store that publishes the message
+//	  P2        notify: e.sleepers.Load() == 0: return
+//	  P3        notify: e.workers[mb.owner.Load()]
+//	  P4 load   wake: w.state.Load() == workerParked, else return
+//	  P4 CAS    wake: w.state.CompareAndSwap(workerParked, workerWoken), else return
+//	  P4 dec    wake: w.e.sleepers.Add(-1)
+//	  P4 wake   wake: w.ev.Wake(&w.state), which leaves the token
+//
+// A depth-first search over which thread takes the next step visits every
+// interleaving. The search is stateful, like the swap model's: a state (the
+// pmState struct) is the shared memory plus every thread's program counter,
+// locals and the bookkeeping the checks use, so two schedules reaching the
+// same state have the same futures and verdicts; each state is expanded once
+// and the number of complete schedules below it is memoised. The count
+// reported as "interleavings" is the exact number of distinct complete
+// schedules (a schedule is complete when no thread can step: every sender
+// has returned and every sleeper has left park or is blocked in Wait), each
+// of which is covered. TestParkModelStateless checks this against a plain
+// enumeration of every schedule one by one.
+//
+// Checked in every state reached (after every step):
+//   - sleepers is never negative;
+//   - sleepers never undercounts: it is at least the number of workers whose
+//     state is workerParked (an undercount lets a sender stop at P2 while a
+//     worker sleeps);
+//   - no worker is moved out of workerParked twice in one park, and sleepers
+//     is decremented at most once for one park.
+//
+// Checked at the end of every schedule:
+//   - (a) no lost wake-up: a worker whose mailbox holds a published message
+//     is not asleep for good (it saw the message at S3 or was woken), and no
+//     worker that was moved out of workerParked is left asleep;
+//   - (b) sleepers equals the number of workers whose state is workerParked;
+//   - (c) every park that ended was decremented for exactly once;
+//   - a worker that left park is in state workerRunning.
+//
+// Not modelled: park timeouts (with stealing on they only add wake-ups), the
+// shutdown flag (read at S3 like a message), a mailbox's owner changing
+// under a sender (a thief that takes a mailbox scans it itself, see park.go),
+// spurious returns from Wait (the S4 loop re-checks the word), and more than
+// one park per sleeper.
+//
+// TestParkModelCatchesBrokenProtocols runs broken variants of the protocol
+// and requires the checker to find each one's counterexample.
+
+import (
+	"fmt"
+	"math/bits"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+const (
+	pmWorkers = 2 // at most two sleepers: workers 0 and 1
+	pmThreads = 4 // at most four threads: the sleepers, then the senders
+)
+
+// Program counters: the next step a thread takes (see the table above).
+const (
+	pcS1 uint8 = iota
+	pcS2
+	pcS3Load
+	pcS3CAS
+	pcS3Dec
+	pcS3Store
+	pcS4Wait
+	pcS4Asleep
+	pcS4Load
+	pcS4Store
+	pcP1
+	pcP2
+	pcP3
+	pcP4Load
+	pcP4CAS
+	pcP4Dec
+	pcP4Wake
+	pcDone
+)
+
+// How a thread ended, set at the branch it last took (pmState.how); the
+// coverage check of TestParkModel requires every ending to occur.
+const (
+	howNone       uint8 = iota
+	howS3NoWork         // S3 found nothing (not an ending: it goes on to S4)
+	howS3Won            // S3 saw the message and its CAS parked->running won
+	howS3Lost           // S3 saw the message, but a waker's CAS won
+	howWaitAtOnce       // S4's Wait returned at once: a waker had moved it already
+	howSlept            // S4 slept and a Wake's token woke it
+	howNobody           // P2 read sleepers == 0
+	howNotParked        // P4 read a state other than parked
+	howCASLost          // P4 read parked but lost the CAS
+	howWoke             // P4 moved the owner to woken and woke it
+	howAsleep           // the sleeper is blocked in Wait at the end of the schedule
+)
+
+var howNames = [...]string{
+	howNone:       "-",
+	howS3NoWork:   "S3 found no work",
+	howS3Won:      "sleeper: left at S3, its CAS won",
+	howS3Lost:     "sleeper: left at S3, a waker's CAS won",
+	howWaitAtOnce: "sleeper: Wait returned at once",
+	howSlept:      "sleeper: slept and was woken",
+	howNobody:     "sender: stopped at P2, sleepers == 0",
+	howNotParked:  "sender: stopped at P4, owner not parked",
+	howCASLost:    "sender: stopped at P4, CAS lost",
+	howWoke:       "sender: woke the owner",
+	howAsleep:     "sleeper: asleep at the end",
+}
+
+// parkVariant selects the protocol: the real one or a deliberately broken one.
+type parkVariant uint8
+
+const (
+	parkReal parkVariant = iota
+	// brokenS2BeforeS1: the sleeper stores parked before it increments
+	// sleepers; wakers still decrement after their CAS.
+	brokenS2BeforeS1
+	// brokenCheckBeforePublish: the sender loads sleepers (P2) before it
+	// publishes the message (P1).
+	brokenCheckBeforePublish
+	// brokenNoRecheck: the sleeper skips S3 and goes from S2 to sleep.
+	brokenNoRecheck
+	// brokenS3ByStore: a sleeper that sees work at S3 leaves parked with a
+	// plain store of running instead of the CAS, and always decrements.
+	brokenS3ByStore
+	// brokenWakeByStore: P4 moves a parked owner to woken with a plain store
+	// after its load instead of the CAS.
+	brokenWakeByStore
+	// brokenLossyEvent: an event whose Wait does not check the word and
+	// whose Wake is dropped unless the sleeper is already blocked (a
+	// condition variable without its predicate).
+	brokenLossyEvent
+)
+
+var parkVariantNames = [...]string{
+	parkReal:                 "real protocol",
+	brokenS2BeforeS1:         "S2 before S1",
+	brokenCheckBeforePublish: "sender checks sleepers before publishing",
+	brokenNoRecheck:          "sleeper skips the S3 re-check",
+	brokenS3ByStore:          "S3 by store instead of CAS",
+	brokenWakeByStore:        "P4 by load+store instead of CAS",
+	brokenLossyEvent:         "event drops a Wake given before Wait",
+}
+
+// pmViolation is a set of violated checks.
+type pmViolation uint16
+
+const (
+	vNegative        pmViolation = 1 << iota // sleepers < 0
+	vUndercount                              // sleepers < number of parked workers
+	vTwiceOut                                // moved out of parked twice in one park
+	vTwiceDec                                // sleepers decremented twice for one park
+	vLostWakeup                              // (a) a message for X was published and X is asleep for good
+	vAsleepNotParked                         // (a) X was moved out of parked but is left asleep
+	vEndCount                                // (b) at the end, sleepers != number of parked workers
+	vNoDec                                   // (c) a park that ended was never decremented for
+	vNotRunning                              // a worker that left park is not running
+	vTooLong                                 // a schedule longer than any the programs allow (a loop)
+)
+
+var violationNames = [...]string{
+	"sleepers negative",
+	"sleepers undercounts the parked workers",
+	"a worker moved out of parked twice in one park",
+	"sleepers decremented twice for one park",
+	"lost wake-up: a worker with a published message is asleep for good",
+	"lost wake-up: a worker moved out of parked is left asleep",
+	"at the end, sleepers != number of parked workers",
+	"a park that ended was never decremented for",
+	"a worker that left park is not running",
+	"schedule too long",
+}
+
+// String lists the violated checks by name.
+func (v pmViolation) String() string {
+	var s []string
+	for b := range violationNames {
+		if v&(1<<b) != 0 {
+			s = append(s, violationNames[b])
+		}
+	}
+	return strings.Join(s, "; ")
+}
+
+// parkScenario is a set of sleepers and senders run concurrently.
+type parkScenario struct {
+	name     string
+	sleepers int   // workers 0..sleepers-1 each park once; worker w owns mailbox w
+	senders  []int // senders[i] is the mailbox sender i sends to
+}
+
+// threads is the number of threads: the sleepers, then the senders.
+func (sc parkScenario) threads() int { return sc.sleepers + len(sc.senders) }
+
+// pmState is the shared memory, every thread's program counter and locals,
+// and the checks' bookkeeping. Thread t < sleepers is worker t's sleeper;
+// thread sleepers+i is sender i.
+type pmState struct {
+	sleepers int8              // Executor.sleepers
+	state    [pmWorkers]uint32 // worker.state
+	work     [pmWorkers]bool   // mailbox w holds a published message
+	token    [pmWorkers]bool   // worker w's event holds a Wake token
+	pc       [pmThreads]uint8  // next step
+	how      [pmThreads]uint8  // last branch taken (how the thread ended, once done)
+	owner    [pmThreads]int8   // a sender's P3 result
+	early    [pmThreads]int8   // a sender's P2 result read before P1 (brokenCheckBeforePublish)
+	decs     [pmWorkers]int8   // decrements of sleepers for worker w's park
+	outs     [pmWorkers]int8   // moves of worker w out of parked in its park (or broken stores acting as one)
+}
+
+// parkModel runs one scenario under one variant of the protocol.
+type parkModel struct {
+	sc parkScenario
+	v  parkVariant
+}
+
+// initial is the state before any step: every worker running with sleepers
+// 0 and no message published (each sleeper has just found nothing in its
+// last pass), each thread at its first step, unused threads done.
+func (m *parkModel) initial() pmState {
+	var s pmState
+	for t := range m.sc.threads() {
+		switch {
+		case t >= m.sc.sleepers:
+			s.pc[t] = pcP1
+			if m.v == brokenCheckBeforePublish {
+				s.pc[t] = pcP2
+			}
+		case m.v == brokenS2BeforeS1:
+			s.pc[t] = pcS2
+		default:
+			s.pc[t] = pcS1
+		}
+	}
+	for t := m.sc.threads(); t < pmThreads; t++ {
+		s.pc[t] = pcDone
+	}
+	return s
+}
+
+// enabled reports whether thread t can take a step: it has not finished and
+// is not blocked in Wait without a token.
+func (m *parkModel) enabled(s *pmState, t int) bool {
+	switch s.pc[t] {
+	case pcDone:
+		return false
+	case pcS4Asleep:
+		return s.token[t]
+	}
+	return true
+}
+
+// step performs thread t's next step on s and returns its name.
+func (m *parkModel) step(s *pmState, t int) string {
+	if t < m.sc.sleepers {
+		return m.sleeperStep(s, t)
+	}
+	return m.senderStep(s, t)
+}
+
+// sleeperStep performs the next step of worker w's park (worker.park).
+func (m *parkModel) sleeperStep(s *pmState, w int) string {
+	pc := &s.pc[w]
+	switch *pc {
+	case pcS1:
+		s.sleepers++ // e.sleepers.Add(1)
+		*pc = pcS2
+		if m.v == brokenS2BeforeS1 {
+			*pc = pcS3Load
+		}
+		return "S1 e.sleepers.Add(1)"
+	case pcS2:
+		s.state[w] = workerParked // w.state.Store(workerParked)
+		*pc = pcS3Load
+		switch m.v {
+		case brokenS2BeforeS1:
+			*pc = pcS1
+		case brokenNoRecheck:
+			*pc = pcS4Wait
+		}
+		return "S2 w.state.Store(workerParked)"
+	case pcS3Load:
+		if s.work[w] { // w.hasWork()
+			s.how[w] = howS3Won // for now: the CAS decides
+			*pc = pcS3CAS
+			if m.v == brokenS3ByStore {
+				*pc = pcS3Store
+			}
+			return "S3 w.hasWork() = true"
+		}
+		s.how[w] = howS3NoWork
+		*pc = pcS4Wait
+		return "S3 w.hasWork() = false"
+	case pcS3CAS:
+		if s.state[w] == workerParked { // w.state.CompareAndSwap(workerParked, workerRunning)
+			s.state[w] = workerRunning
+			s.outs[w]++
+			*pc = pcS3Dec
+			return "S3 w.state.CompareAndSwap(workerParked, workerRunning) = true"
+		}
+		s.how[w] = howS3Lost
+		*pc = pcS3Store
+		return "S3 w.state.CompareAndSwap(workerParked, workerRunning) = false"
+	case pcS3Dec:
+		s.sleepers-- // e.sleepers.Add(-1)
+		s.decs[w]++
+		*pc = pcDone
+		return "S3 e.sleepers.Add(-1)"
+	case pcS3Store:
+		if m.v == brokenS3ByStore {
+			// The broken sleeper stores running and then decrements, as if
+			// it had won a CAS (so it counts as moving itself out).
+			s.outs[w]++
+			s.state[w] = workerRunning
+			*pc = pcS3Dec
+			return "S3 w.state.Store(workerRunning) (broken: no CAS)"
+		}
+		s.state[w] = workerRunning // w.state.Store(workerRunning): a waker beat us to it
+		*pc = pcDone
+		return "S3 w.state.Store(workerRunning)"
+	case pcS4Wait:
+		// w.ev.Wait(&w.state, workerParked, 0): event.Wait returns at once
+		// if the word no longer holds parked.
+		if s.state[w] != workerParked && m.v != brokenLossyEvent {
+			s.how[w] = howWaitAtOnce
+			*pc = pcS4Load
+			return "S4 w.ev.Wait: returns at once, word not parked"
+		}
+		*pc = pcS4Asleep
+		return "S4 w.ev.Wait: blocks"
+	case pcS4Asleep:
+		s.token[w] = false // the Wake's token ends the sleep
+		s.how[w] = howSlept
+		*pc = pcS4Load
+		return "S4 w.ev.Wait: woken by the token"
+	case pcS4Load:
+		if s.state[w] != workerParked { // w.state.Load() != workerParked: break
+			*pc = pcS4Store
+			return "S4 w.state.Load() != workerParked: break"
+		}
+		*pc = pcS4Wait
+		return "S4 w.state.Load() == workerParked: wait again"
+	case pcS4Store:
+		s.state[w] = workerRunning // w.state.Store(workerRunning)
+		*pc = pcDone
+		return "S4 w.state.Store(workerRunning)"
+	}
+	panic(fmt.Sprintf("sleeper %d at pc %d", w, *pc))
+}
+
+// senderStep performs the next step of sender thread t: the push into its
+// mailbox, Executor.notify and worker.wake.
+func (m *parkModel) senderStep(s *pmState, t int) string {
+	mb := m.sc.senders[t-m.sc.sleepers]
+	pc := &s.pc[t]
+	switch *pc {
+	case pcP1:
+		s.work[mb] = true // mb.push: the unlocking store publishes the message
+		*pc = pcP2
+		if m.v == brokenCheckBeforePublish {
+			// The broken sender acts on the sleepers it loaded before.
+			*pc = pcP3
+			if s.early[t] == 0 {
+				s.how[t] = howNobody
+				*pc = pcDone
+			}
+		}
+		return "P1 mb.push publishes the message"
+	case pcP2:
+		if m.v == brokenCheckBeforePublish {
+			s.early[t] = s.sleepers
+			*pc = pcP1
+			return "P2 e.sleepers.Load() (broken: before P1)"
+		}
+		if s.sleepers == 0 { // notify: if e.sleepers.Load() == 0 { return }
+			s.how[t] = howNobody
+			*pc = pcDone
+			return "P2 e.sleepers.Load() == 0: return"
+		}
+		*pc = pcP3
+		return "P2 e.sleepers.Load() != 0"
+	case pcP3:
+		s.owner[t] = int8(mb) // e.workers[mb.owner.Load()]: worker mb owns mailbox mb
+		*pc = pcP4Load
+		return "P3 e.workers[mb.owner.Load()]"
+	case pcP4Load:
+		o := s.owner[t]
+		if s.state[o] != workerParked { // wake: w.state.Load() == workerParked
+			s.how[t] = howNotParked
+			*pc = pcDone
+			return "P4 w.state.Load() != workerParked: return"
+		}
+		*pc = pcP4CAS
+		return "P4 w.state.Load() == workerParked"
+	case pcP4CAS:
+		o := s.owner[t]
+		if m.v == brokenWakeByStore {
+			// The broken waker stores woken on the strength of its load,
+			// and goes on as if it had won a CAS (so it counts as a wake).
+			s.outs[o]++
+			s.state[o] = workerWoken
+			*pc = pcP4Dec
+			return "P4 w.state.Store(workerWoken) (broken: no CAS)"
+		}
+		if s.state[o] == workerParked { // w.state.CompareAndSwap(workerParked, workerWoken)
+			s.state[o] = workerWoken
+			s.outs[o]++
+			*pc = pcP4Dec
+			return "P4 w.state.CompareAndSwap(workerParked, workerWoken) = true"
+		}
+		s.how[t] = howCASLost
+		*pc = pcDone
+		return "P4 w.state.CompareAndSwap(workerParked, workerWoken) = false"
+	case pcP4Dec:
+		o := s.owner[t]
+		s.sleepers-- // w.e.sleepers.Add(-1)
+		s.decs[o]++
+		*pc = pcP4Wake
+		return "P4 w.e.sleepers.Add(-1)"
+	case pcP4Wake:
+		o := s.owner[t]
+		// w.ev.Wake(&w.state): the event's channel keeps one token, so a
+		// Wake given before the sleeper blocks is not lost. The broken
+		// event drops it unless the sleeper is blocked already.
+		if m.v != brokenLossyEvent || s.pc[o] == pcS4Asleep {
+			s.token[o] = true
+		}
+		s.how[t] = howWoke
+		*pc = pcDone
+		return "P4 w.ev.Wake(&w.state)"
+	}
+	panic(fmt.Sprintf("sender %d at pc %d", t, *pc))
+}
+
+// parked counts the workers whose state is workerParked.
+func (m *parkModel) parked(s *pmState) int8 {
+	var n int8
+	for w := range m.sc.sleepers {
+		if s.state[w] == workerParked {
+			n++
+		}
+	}
+	return n
+}
+
+// checkStep returns the checks s violates that must hold after every step.
+func (m *parkModel) checkStep(s *pmState) pmViolation {
+	var v pmViolation
+	if s.sleepers < 0 {
+		v |= vNegative
+	}
+	if s.sleepers < m.parked(s) {
+		v |= vUndercount
+	}
+	for w := range m.sc.sleepers {
+		if s.outs[w] > 1 {
+			v |= vTwiceOut
+		}
+		if s.decs[w] > 1 {
+			v |= vTwiceDec
+		}
+	}
+	return v
+}
+
+// checkEnd returns the checks s violates that must hold when no thread can
+// step.
+func (m *parkModel) checkEnd(s *pmState) pmViolation {
+	var v pmViolation
+	for w := range m.sc.sleepers {
+		if s.pc[w] != pcDone { // blocked in Wait
+			if s.work[w] {
+				v |= vLostWakeup
+			}
+			if s.state[w] != workerParked {
+				v |= vAsleepNotParked
+			}
+			continue
+		}
+		if s.decs[w] == 0 {
+			v |= vNoDec
+		}
+		if s.state[w] != workerRunning {
+			v |= vNotRunning
+		}
+	}
+	if s.sleepers != m.parked(s) {
+		v |= vEndCount
+	}
+	return v
+}
+
+// pmCount counts the complete schedules below a state: all of them, and
+// those that reach a violation.
+type pmCount struct{ n, bad uint64 }
+
+// parkChecker explores every interleaving of one scenario.
+type parkChecker struct {
+	m      *parkModel
+	memo   map[pmState]pmCount // nil: enumerate every schedule one by one
+	path   []uint8             // the schedule so far: which thread took each step
+	states int                 // states expanded
+	found  pmViolation         // every check violated somewhere
+	first  map[pmViolation][]uint8
+	ends   uint16 // bit h: some thread ended with how h, in some schedule
+}
+
+// parkOutcome is the result of exploring a scenario under a variant.
+type parkOutcome struct {
+	interleavings, bad uint64
+	states             int
+	found              pmViolation
+	first              map[pmViolation][]uint8 // a schedule reaching each violated check
+	ends               uint16
+}
+
+// exploreParkModel runs every interleaving of sc under v, memoised unless
+// stateless.
+func exploreParkModel(sc parkScenario, v parkVariant, stateless bool) parkOutcome {
+	c := &parkChecker{
+		m:     &parkModel{sc: sc, v: v},
+		first: map[pmViolation][]uint8{},
+	}
+	if !stateless {
+		c.memo = map[pmState]pmCount{}
+	}
+	cnt := c.explore(c.m.initial())
+	return parkOutcome{interleavings: cnt.n, bad: cnt.bad, states: c.states, found: c.found, first: c.first, ends: c.ends}
+}
+
+// maxParkSchedule bounds a schedule's length: each thread takes at most 10
+// steps in any variant, so a longer schedule means a loop in the model.
+const maxParkSchedule = 10 * pmThreads
+
+// explore checks s, then every schedule from s (each enabled thread's step in
+// turn), and counts them; at a state where no thread can step it runs the
+// end checks. It records the schedule to the first state violating each check.
+func (c *parkChecker) explore(s pmState) pmCount {
+	if cnt, ok := c.memo[s]; ok {
+		return cnt
+	}
+	c.states++
+	m := c.m
+	v := m.checkStep(&s)
+	var cnt pmCount
+	end := true
+	if len(c.path) < maxParkSchedule {
+		for t := range m.sc.threads() {
+			if !m.enabled(&s, t) {
+				continue
+			}
+			end = false
+			next := s
+			m.step(&next, t)
+			c.path = append(c.path, uint8(t))
+			sub := c.explore(next)
+			c.path = c.path[:len(c.path)-1]
+			cnt.n += sub.n
+			cnt.bad += sub.bad
+		}
+	} else {
+		v |= vTooLong
+	}
+	if end {
+		v |= m.checkEnd(&s)
+		cnt = pmCount{n: 1}
+		for t := range m.sc.threads() {
+			if s.pc[t] == pcDone {
+				c.ends |= 1 << s.how[t]
+			} else {
+				c.ends |= 1 << howAsleep
+			}
+		}
+	}
+	if v != 0 {
+		cnt.bad = cnt.n
+		for b := v &^ c.found; b != 0; b &= b - 1 {
+			c.first[1<<bits.TrailingZeros16(uint16(b))] = slices.Clone(c.path)
+		}
+		c.found |= v
+	}
+	if c.memo != nil {
+		c.memo[s] = cnt
+	}
+	return cnt
+}
+
+// parkTrace replays a schedule and describes every step and the state it left.
+func parkTrace(sc parkScenario, v parkVariant, sched []uint8) string {
+	m := &parkModel{sc: sc, v: v}
+	s := m.initial()
+	var b strings.Builder
+	for _, t := range sched {
+		who := fmt.Sprintf("sleeper w%d", t)
+		if i := int(t) - sc.sleepers; i >= 0 {
+			who = fmt.Sprintf("sender to w%d", sc.senders[i])
+		}
+		what := m.step(&s, int(t))
+		fmt.Fprintf(&b, "  %-12s %-64s sleepers=%d state=%v work=%v\n",
+			who, what, s.sleepers, stateNames(s.state[:sc.sleepers]), s.work[:sc.sleepers])
+	}
+	for w := range sc.sleepers {
+		if s.pc[w] != pcDone {
+			fmt.Fprintf(&b, "  end: sleeper w%d is blocked in Wait\n", w)
+		}
+	}
+	return b.String()
+}
+
+// stateNames spells worker states for traces.
+func stateNames(st []uint32) []string {
+	var s []string
+	for _, x := range st {
+		s = append(s, [...]string{"running", "parked", "woken", "exited"}[x])
+	}
+	return s
+}
+
+// parkScenarios are the scenarios every variant runs.
+var parkScenarios = []parkScenario{
+	{name: "1 sleeper, 1 sender", sleepers: 1, senders: []int{0}},
+	{name: "1 sleeper, 2 senders", sleepers: 1, senders: []int{0, 0}},
+	{name: "2 sleepers, 2 senders to different sleepers", sleepers: 2, senders: []int{0, 1}},
+	{name: "2 sleepers, 2 senders to the same sleeper", sleepers: 2, senders: []int{0, 0}},
+}
+
+// The real protocol passes every check in every interleaving of every
+// scenario, and the interleavings cover every way a thread can end.
+func TestParkModel(t *testing.T) {
+	var ends uint16
+	for _, sc := range parkScenarios {
+		o := exploreParkModel(sc, parkReal, false)
+		if o.found != 0 {
+			for b, sched := range o.first {
+				t.Errorf("%s: %s:\n%s", sc.name, b, parkTrace(sc, parkReal, sched))
+			}
+			t.FailNow()
+		}
+		require.Zero(t, o.bad, sc.name)
+		require.Positive(t, o.interleavings, sc.name)
+		t.Logf("%s: %d interleavings (%d states), all checks hold", sc.name, o.interleavings, o.states)
+		ends |= o.ends
+		if sc.name == "1 sleeper, 1 sender" {
+			// Even the smallest scenario reaches every ending of both
+			// halves: the search is not vacuous.
+			for h := howS3Won; h <= howWoke; h++ {
+				require.NotZero(t, o.ends&(1<<h), "%s: no interleaving ends with %q", sc.name, howNames[h])
+			}
+		}
+	}
+	// Only a sleeper nobody sends to may stay asleep, in the scenario with
+	// both senders to the same sleeper.
+	require.NotZero(t, ends&(1<<howAsleep))
+}
+
+// The memoised search counts exactly the schedules a plain enumeration
+// visits one by one, with the same verdicts and the same first
+// counterexamples, for the real protocol and every broken variant.
+func TestParkModelStateless(t *testing.T) {
+	type run struct {
+		sc parkScenario
+		v  parkVariant
+	}
+	var cases []run
+	for v := range parkVariant(len(parkVariantNames)) {
+		cases = append(cases, run{parkScenarios[0], v})
+	}
+	if !testing.Short() {
+		// About a million schedules: a second under -race.
+		cases = append(cases, run{parkScenarios[1], parkReal})
+	}
+	for _, c := range cases {
+		a := exploreParkModel(c.sc, c.v, false)
+		b := exploreParkModel(c.sc, c.v, true)
+		name := c.sc.name + ", " + parkVariantNames[c.v]
+		require.Equal(t, b.interleavings, a.interleavings, name)
+		require.Equal(t, b.bad, a.bad, name)
+		require.Equal(t, b.found, a.found, name)
+		require.Equal(t, b.first, a.first, name)
+		require.Equal(t, b.ends, a.ends, name)
+		t.Logf("%s: %d schedules enumerated one by one (%d of them violating), as counted by the memoised search (%d states)",
+			name, b.interleavings, b.bad, a.states)
+	}
+}
+
+// Every broken variant is caught: for each check the variant is expected to
+// break, some interleaving of some scenario violates it; the first
+// counterexample to each is logged as a trace.
+func TestParkModelCatchesBrokenProtocols(t *testing.T) {
+	for _, b := range []struct {
+		v    parkVariant
+		want pmViolation // checks that must be violated in some scenario
+	}{
+		// The waker's decrement can precede the increment: sleepers
+		// undercounts, and a sender then skips P3 while the other worker
+		// sleeps (two sleepers needed), or sleepers goes negative.
+		{brokenS2BeforeS1, vUndercount | vLostWakeup | vNegative},
+		// P2 reads 0 before the sleeper's S1, P1 after its S3.
+		{brokenCheckBeforePublish, vLostWakeup},
+		// A message published before S1 is seen by nobody.
+		{brokenNoRecheck, vLostWakeup},
+		// A waker moves the sleeper to woken and decrements between S3's
+		// load and its store: two decrements for one park.
+		{brokenS3ByStore, vTwiceDec | vNegative | vEndCount},
+		// Two wakers both load parked and both store woken, or one stores
+		// woken after the sleeper left at S3.
+		{brokenWakeByStore, vTwiceOut | vTwiceDec | vNegative | vNotRunning},
+		// The Wake lands between S3 and the Wait and is dropped.
+		{brokenLossyEvent, vLostWakeup | vAsleepNotParked},
+	} {
+		name := parkVariantNames[b.v]
+		t.Run(name, func(t *testing.T) {
+			var found pmViolation
+			caught := 0
+			for _, sc := range parkScenarios {
+				o := exploreParkModel(sc, b.v, false)
+				if o.found == 0 {
+					t.Logf("%s: %d interleavings, none violates a check", sc.name, o.interleavings)
+					continue
+				}
+				caught++
+				t.Logf("%s: %d of %d interleavings violate: %s", sc.name, o.bad, o.interleavings, o.found)
+				for bit := range violationNames {
+					v := pmViolation(1 << bit)
+					if v&o.found&b.want&^found != 0 {
+						t.Logf("first counterexample to %q (%s):\n%s", v, sc.name, parkTrace(sc, b.v, o.first[v]))
+					}
+				}
+				found |= o.found
+			}
+			require.Positive(t, caught, "the checker accepted a broken protocol")
+			require.Equal(t, b.want, found&b.want, "missing: %s", b.want&^found)
+			t.Logf("caught in %d of %d scenarios", caught, len(parkScenarios))
+		})
+	}
+}

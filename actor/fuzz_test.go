@@ -349,7 +349,7 @@ func runProgram(t *testing.T, p program) {
 			}
 		}
 	}
-	st := sys.Stats()
+	st := mustStats(sys)
 	tot := st.Total()
 	total := 0
 	for _, v := range r.expect {

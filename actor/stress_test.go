@@ -140,7 +140,7 @@ func runStress(t *testing.T, sc stressConfig) {
 			require.Equal(t, a.sentTo[b.id], b.lastSeq[h.externals+a.id], "actor %d -> %d", a.id, b.id)
 		}
 	}
-	st := sys.Stats()
+	st := mustStats(sys)
 	tot := st.Total()
 	require.Equal(t, uint64(h.sent.Load()+int64(sc.actors)), st.MessagesSent, "sends counted (pills included)")
 	require.Equal(t, st.MessagesSent, tot.MessagesProcessed(), "every sent message processed exactly once")

@@ -15,62 +15,123 @@ type System struct {
 	e *executor.Executor
 }
 
-// Option configures Start.
-type Option func(*executor.Config)
+// Option configures Start. Options apply in order; each sets only what it
+// names, so options compose (a later option overrides an earlier one only
+// for the same setting). A nil Option is ignored.
+type Option interface{ apply(*executor.Config) }
+
+type option func(*executor.Config)
+
+func (o option) apply(c *executor.Config) { o(c) }
 
 // WithWorkers sets the number of worker threads (default GOMAXPROCS).
-func WithWorkers(n int) Option { return func(c *executor.Config) { c.Workers = n } }
+func WithWorkers(n int) Option { return option(func(c *executor.Config) { c.Workers = n }) }
 
 // WithQueuesPerWorker sets the sharding factor: queues per worker (default 16).
-func WithQueuesPerWorker(n int) Option { return func(c *executor.Config) { c.QueuesPerWorker = n } }
+func WithQueuesPerWorker(n int) Option {
+	return option(func(c *executor.Config) { c.QueuesPerWorker = n })
+}
 
 // WithQueues sets the total number of queues, overriding WithQueuesPerWorker.
 // Start fails if it is smaller than the number of workers.
-func WithQueues(n int) Option { return func(c *executor.Config) { c.Queues = n } }
+func WithQueues(n int) Option { return option(func(c *executor.Config) { c.Queues = n }) }
 
 // WithQueueCapacity sets the initial capacity, in messages, of each copy
 // queue (default 10). Queues grow on demand and shrink back after bursts,
 // never below this capacity.
-func WithQueueCapacity(n int) Option { return func(c *executor.Config) { c.QueueCapacity = n } }
+func WithQueueCapacity(n int) Option { return option(func(c *executor.Config) { c.QueueCapacity = n }) }
 
 // WithCPUPinning pins each worker thread to its own CPU (Linux only).
-func WithCPUPinning() Option { return func(c *executor.Config) { c.PinCPUs = true } }
+func WithCPUPinning() Option { return option(func(c *executor.Config) { c.PinCPUs = true }) }
 
 // WithStealing selects the victim heuristic for queue stealing:
 // stealing.LongestVictim (the default), stealing.Random, or stealing.None
 // to disable stealing.
-func WithStealing(h stealing.Heuristic) Option { return func(c *executor.Config) { c.Steal = h } }
+func WithStealing(h stealing.Heuristic) Option {
+	return option(func(c *executor.Config) { c.Steal = h })
+}
 
 // WithErrorHandler sets a function called, on the worker goroutine, with each
 // panic recovered from a behaviour (a *executor.PanicError). Stop reports
 // them too.
-func WithErrorHandler(f func(error)) Option { return func(c *executor.Config) { c.OnError = f } }
+func WithErrorHandler(f func(error)) Option {
+	return option(func(c *executor.Config) { c.OnError = f })
+}
 
 // WithIdle tunes the idle protocol: a worker parks after spinPasses
 // consecutive passes over its queues without work, and a parked worker wakes
 // after parkTimeout at most to look for work to steal (negative: only when
 // woken). Zero values keep the defaults.
 func WithIdle(spinPasses int, parkTimeout time.Duration) Option {
-	return func(c *executor.Config) {
-		c.SpinPasses = spinPasses
-		c.ParkTimeout = parkTimeout
-	}
+	return option(func(c *executor.Config) {
+		if spinPasses != 0 {
+			c.SpinPasses = spinPasses
+		}
+		if parkTimeout != 0 {
+			c.ParkTimeout = parkTimeout
+		}
+	})
 }
 
 // WithoutStatistics stops counting per-message statistics (messages sent and
 // processed, gulps), for the last few percent of throughput.
-func WithoutStatistics() Option { return func(c *executor.Config) { c.NoStatistics = true } }
+func WithoutStatistics() Option { return option(func(c *executor.Config) { c.NoStatistics = true }) }
 
-// WithConfig replaces the whole executor configuration (options after it
-// still apply).
-func WithConfig(cfg executor.Config) Option { return func(c *executor.Config) { *c = cfg } }
+// WithConfig applies the engine settings of cfg that are set (non-zero),
+// for the settings no other option names (executor.Config documents each).
+// Like every option it changes only what it sets: options before and after
+// it still apply to the other settings.
+func WithConfig(cfg executor.Config) Option {
+	return option(func(c *executor.Config) { mergeConfig(c, &cfg) })
+}
+
+// mergeConfig copies every non-zero field of src into dst.
+func mergeConfig(dst, src *executor.Config) {
+	set := func(d *int, s int) {
+		if s != 0 {
+			*d = s
+		}
+	}
+	setDur := func(d *time.Duration, s time.Duration) {
+		if s != 0 {
+			*d = s
+		}
+	}
+	set(&dst.Workers, src.Workers)
+	set(&dst.QueuesPerWorker, src.QueuesPerWorker)
+	set(&dst.Queues, src.Queues)
+	set(&dst.SpareQueues, src.SpareQueues)
+	set(&dst.QueueCapacity, src.QueueCapacity)
+	set(&dst.LocalBatch, src.LocalBatch)
+	set(&dst.Regulps, src.Regulps)
+	set(&dst.SpinPasses, src.SpinPasses)
+	setDur(&dst.StealAge, src.StealAge)
+	setDur(&dst.ParkTimeout, src.ParkTimeout)
+	setDur(&dst.ParkTimeoutMax, src.ParkTimeoutMax)
+	dst.PinCPUs = dst.PinCPUs || src.PinCPUs
+	dst.NoStatistics = dst.NoStatistics || src.NoStatistics
+	if src.Steal != nil {
+		dst.Steal = src.Steal
+	}
+	if src.Placement != executor.PlaceLocal {
+		dst.Placement = src.Placement
+	}
+	if src.Park != executor.ParkDefault {
+		dst.Park = src.Park
+	}
+	if src.OnError != nil {
+		dst.OnError = src.OnError
+	}
+}
 
 // Start starts an actor system. Errors wrap ErrConfig for an invalid
 // configuration (for example fewer queues than workers).
 func Start(opts ...Option) (*System, error) {
 	var cfg executor.Config
 	for _, o := range opts {
-		o(&cfg)
+		if o != nil {
+			o.apply(&cfg)
+		}
 	}
 	e, err := executor.Start(cfg)
 	if err != nil {
@@ -97,11 +158,23 @@ func (s *System) Stop(ctx context.Context) error {
 }
 
 // Stats returns a snapshot of the system's statistics (see executor.Stats).
-func (s *System) Stats() executor.Stats { return s.e.Stats() }
+// Error: ErrNotStarted for a nil or zero System.
+func (s *System) Stats() (executor.Stats, error) {
+	if s == nil || s.e == nil {
+		return executor.Stats{}, ErrNotStarted
+	}
+	return s.e.Stats(), nil
+}
 
-// Config returns the system's resolved configuration.
-func (s *System) Config() executor.Config { return s.e.Config() }
+// Config returns the system's resolved configuration. Error: ErrNotStarted
+// for a nil or zero System.
+func (s *System) Config() (executor.Config, error) {
+	if s == nil || s.e == nil {
+		return executor.Config{}, ErrNotStarted
+	}
+	return s.e.Config(), nil
+}
 
-// Executor returns the underlying executor, for the metrics package and for
-// tools that read statistics.
+// Executor returns the underlying executor (nil for a zero System), for the
+// metrics package and for tools that read statistics.
 func (s *System) Executor() *executor.Executor { return s.e }

@@ -36,7 +36,7 @@ func TestChurn(t *testing.T) {
 			checkChurn(t, sz, r)
 			// Each wake answers exactly one arrival: nothing is in flight at the end.
 			require.Equal(t, r.Ops, r.Arrivals)
-			require.Equal(t, sys.Stats().MessagesSent, uint64(r.Messages))
+			require.Equal(t, mustStats(sys).MessagesSent, uint64(r.Messages))
 			require.Equal(t, sz.Clients+sz.Spots+2*r.Ops, r.Messages)
 
 			checkChurn(t, sz, ChurnChan(sz))

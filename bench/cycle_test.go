@@ -21,7 +21,7 @@ func TestCycle(t *testing.T) {
 			sys := start(t, actor.WithWorkers(2))
 			actors, err := cycle(sys, sz)
 			require.NoError(t, err)
-			require.Equal(t, uint64(sz.Messages()), sys.Stats().MessagesSent)
+			require.Equal(t, uint64(sz.Messages()), mustStats(sys).MessagesSent)
 			for k := 0; k < sz.Rings; k++ {
 				// A token visits the members in order from member 0.
 				for j := 0; j < sz.RingSize; j++ {
@@ -43,7 +43,7 @@ func TestCyclePlacement(t *testing.T) {
 	sz := CycleSize{Rings: 200, RingSize: 5, Hops: 50}
 	sys := start(t, actor.WithWorkers(2), actor.WithStealing(stealing.None))
 	require.NoError(t, Cycle(sys, sz))
-	st := sys.Stats()
+	st := mustStats(sys)
 	require.Equal(t, uint64(sz.Messages()), st.MessagesSent)
 	for w, ws := range st.Workers {
 		require.Positive(t, ws.MessagesProcessed(), "worker %d processed nothing: the rings are not spread", w)

@@ -24,7 +24,7 @@ func TestLocality(t *testing.T) {
 				require.NoError(t, err)
 				checkChurn(t, sz, r)
 				require.Equal(t, r.Ops, r.Arrivals)
-				require.Equal(t, sys.Stats().MessagesSent, uint64(r.Messages))
+				require.Equal(t, mustStats(sys).MessagesSent, uint64(r.Messages))
 
 				checkChurn(t, sz, LocalityChan(sz))
 			})

@@ -52,7 +52,7 @@ func BenchmarkStatisticsOverhead(b *testing.B) {
 							case <-stop:
 								return
 							case <-tick.C:
-								_ = sys.Stats()
+								_ = mustStats(sys)
 								snapshots++
 							}
 						}

@@ -27,7 +27,7 @@ func runProgram(b *testing.B, msgs int, opts []actor.Option, prog func(*actor.Sy
 			b.Fatal(err)
 		}
 		b.StopTimer()
-		st := sys.Stats()
+		st := mustStats(sys)
 		t := st.Total()
 		missed += t.MissedGulps
 		gulps += t.GulpSize.Count

@@ -184,8 +184,8 @@ func (c Config) resolved() (Config, error) {
 	if c.QueuesPerWorker == 0 {
 		c.QueuesPerWorker = DefaultQueuesPerWorker
 	}
-	if c.QueuesPerWorker < 0 || c.QueuesPerWorker > MaxQueues {
-		return bad("%d queues per worker (1 to %d)", c.QueuesPerWorker, MaxQueues)
+	if c.QueuesPerWorker < 0 || c.QueuesPerWorker > MaxQueues/max(c.Workers, 1) {
+		return bad("%d queues per worker for %d workers (at most %d in all)", c.QueuesPerWorker, c.Workers, MaxQueues)
 	}
 	if c.Queues == 0 {
 		c.Queues = c.Workers * c.QueuesPerWorker

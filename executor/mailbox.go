@@ -132,6 +132,9 @@ func (m *mailbox) push(c *Cell, fn unsafe.Pointer, msg any, coff, want uint32) b
 	for w&wordClosed == 0 && m.buf.Full() {
 		need := m.buf.GrowCap()
 		m.unlock(w)
+		if testHookGrow != nil {
+			testHookGrow(m)
+		}
 		arr := copyq.NewArray[envelope](need)
 		w = m.lock()
 		if m.buf.Full() {
@@ -147,6 +150,10 @@ func (m *mailbox) push(c *Cell, fn unsafe.Pointer, msg any, coff, want uint32) b
 	m.unlock(w + wordLenOne)
 	return true
 }
+
+// testHookGrow, if set (by tests only, before any push), runs in push after
+// the lock is released for a growth and before the allocation.
+var testHookGrow func(*mailbox)
 
 // shrink gives back a grown buffer of an idle mailbox: if m is empty and not
 // being processed and its buffer's capacity is above floor, the buffer is

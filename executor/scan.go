@@ -10,6 +10,7 @@ func (w *worker) pass() bool {
 	if ep := e.statsEpoch.Load(); ep != w.seenEpoch {
 		w.publish(ep) // between batches: the counters are consistent
 	}
+	w.st.passes++
 	busy := 0
 	for i := w.lo; i < w.hi; i++ {
 		mb := e.slots[i].Load() // nil only while this worker swaps it, never here

@@ -88,6 +88,8 @@ type WorkerStats struct {
 	WakeupsBySender  uint64        // sleeps ended by a sender (or thief, releaser, Stop)
 	WakeupsByTimeout uint64        // sleeps ended by the park timeout
 	ParkedTime       time.Duration // total time asleep
+
+	passes uint64 // passes over the worker's slots (for tests of the idle cost)
 }
 
 // MessagesProcessed returns the number of messages whose behaviour this

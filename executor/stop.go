@@ -128,7 +128,7 @@ func (e *Executor) runStop(ctx context.Context) error {
 		msg := fmt.Sprintf("%d messages (%d sent to terminated actors, %d still queued at stop, %d dropped from batches at a forced stop)",
 			total, dead, queued, dropped)
 		if stuck > 0 {
-			msg += fmt.Sprintf(", and up to %d more in the batch of a worker still running a behaviour, dropped when it returns", stuck)
+			msg += fmt.Sprintf(", and the rest of a batch of %d messages held by a worker still running a behaviour, dropped when it returns", stuck)
 		}
 		errs = append(errs, fmt.Errorf("%w: %s", ErrUndelivered, msg))
 	}

@@ -10,10 +10,10 @@ import (
 	"github.com/actord/actord/executor"
 )
 
-// Source is what a Collector reads statistics from. *actor.System and
-// *executor.Executor both satisfy it.
+// Source is what a Collector reads statistics from. *actor.System satisfies
+// it. A source whose Stats fails (a zero System) contributes nothing.
 type Source interface {
-	Stats() executor.Stats
+	Stats() (executor.Stats, error)
 }
 
 // ExternalWorker is the worker label value of actors spawned from goroutines
@@ -108,8 +108,9 @@ func (c *Collector) Attach(src Source) {
 		return
 	}
 	if c.cur != nil {
-		st := c.cur.Stats()
-		addStats(&c.retired, &st)
+		if st, err := c.cur.Stats(); err == nil {
+			addStats(&c.retired, &st)
+		}
 	}
 	c.cur = src
 }
@@ -134,8 +135,11 @@ func (c *Collector) totalsLocked() (t executor.Stats, curWorkers int, ok bool) {
 		return t, 0, false
 	}
 	start := time.Now()
-	st := c.cur.Stats()
+	st, err := c.cur.Stats()
 	c.lastDur = time.Since(start)
+	if err != nil {
+		return t, 0, false
+	}
 	addStats(&t, &st)
 	t.LiveActors, t.ParkedWorkers, t.QueuedMessages, t.Queues = st.LiveActors, st.ParkedWorkers, st.QueuedMessages, st.Queues
 	t.Stale = st.Stale

@@ -24,11 +24,11 @@ type fakeSource struct {
 	calls atomic.Int64
 }
 
-func (f *fakeSource) Stats() executor.Stats {
+func (f *fakeSource) Stats() (executor.Stats, error) {
 	f.calls.Add(1)
 	st := f.st
 	st.Workers = append([]executor.WorkerStats(nil), f.st.Workers...)
-	return st
+	return st, nil
 }
 
 // gather collects c on a fresh registry and returns the families by name.
@@ -257,7 +257,7 @@ func TestRealSystems(t *testing.T) {
 		require.NoError(t, err)
 		c.Attach(sys)
 		require.NoError(t, bench.Executor(sys, sz))
-		st := sys.Stats()
+		st := mustStats(sys)
 		want += st.MessagesSent
 		tot := st.Total()
 		processed += tot.MessagesProcessed()

@@ -35,7 +35,7 @@ func TestMixedStopsCleanly(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	require.NoError(t, runMixed(ctx, sys, p, wm, log, 20*time.Second))
 
-	st := sys.Stats()
+	st := mustStats(sys)
 	tot := st.Total()
 	require.Zero(t, st.LiveActors)
 	require.Zero(t, tot.DeadLetters)

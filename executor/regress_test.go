@@ -1,0 +1,257 @@
+package executor
+
+// Regression tests for the memory-safety and message-lifetime issue that
+// need the engine's internals; each is named after the bug it guards.
+
+import (
+	"context"
+	"math"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/actord/actord/internal/copyq"
+)
+
+// A pusher that must grow the mailbox's buffer releases the spin lock
+// before it allocates: other pushers go on meanwhile, and every envelope
+// lands once, in order per pusher.
+func TestPushGrowsOutsideTheLock(t *testing.T) {
+	m := &mailbox{buf: copyq.New[envelope](1)}
+	c := &Cell{}
+	var grows atomic.Int64
+	var other atomic.Bool
+	testHookGrow = func(mb *mailbox) {
+		grows.Add(1)
+		assert.Zero(t, mb.word.Load()&wordLocked, "the lock is held across the allocation")
+		if other.CompareAndSwap(false, true) {
+			// Another pusher gets the lock while this one allocates.
+			done := make(chan bool)
+			go func() { done <- mb.push(c, nil, -1, 0, 0) }()
+			assert.True(t, <-done)
+		}
+	}
+	defer func() { testHookGrow = nil }()
+	for i := 0; i < 100; i++ {
+		require.True(t, m.push(c, nil, i, 0, 0))
+	}
+	assert.NotZero(t, grows.Load())
+	var batch copyq.Queue[envelope]
+	n, _ := m.gulp(&batch)
+	assert.Equal(t, 101, n)
+	next := 0
+	for e := batch.PopRef(); e != nil; e = batch.PopRef() {
+		if v := e.msg.(int); v >= 0 {
+			assert.Equal(t, next, v, "FIFO")
+			next++
+		}
+	}
+	assert.Equal(t, 100, next)
+}
+
+// Undefined park kinds and placements are refused at Start (before the
+// fix, Event 7 passed validation and the first park dereferenced a nil
+// timer), and the kinds have names users can pass.
+func TestConfigRejectsUndefinedKinds(t *testing.T) {
+	for _, bad := range []Config{{Park: 7}, {Placement: 9}} {
+		_, err := Start(bad)
+		assert.ErrorIs(t, err, ErrConfig, "%+v", bad)
+	}
+	for _, k := range []ParkKind{ParkDefault, ParkChannel, ParkFutex} {
+		e, err := Start(Config{Workers: 1, Park: k})
+		require.NoError(t, err, k.String())
+		p := &probe{fn: func(*probe) Allocation { return Finished }}
+		p.spawn(t, e)
+		p.send(t, &probeMsg{})
+		require.NoError(t, e.Stop(context.Background()))
+	}
+}
+
+// With a negative park timeout (sleep until woken), parked workers are
+// still woken by senders and every message is delivered.
+func TestNegativeParkTimeoutDelivers(t *testing.T) {
+	e, err := Start(Config{Workers: 2, ParkTimeout: -1, SpinPasses: 1})
+	require.NoError(t, err)
+	var got atomic.Int64
+	p := &probe{fn: func(p *probe) Allocation {
+		p.calls++
+		got.Add(1)
+		if p.calls == 50 {
+			return Finished
+		}
+		return Nodelete
+	}}
+	p.spawn(t, e)
+	for i := 0; i < 50; i++ {
+		time.Sleep(time.Millisecond) // let the workers park between sends
+		p.send(t, &probeMsg{})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	require.NoError(t, e.Stop(ctx))
+	assert.Equal(t, int64(50), got.Load())
+}
+
+// Absurd sizes are refused with ErrConfig instead of exhausting threads or
+// memory (before the fix, 1<<40 queues or capacity ran the process out of
+// memory, and workers past the thread limit crashed it).
+func TestConfigRefusesAbsurdSizes(t *testing.T) {
+	for _, bad := range []Config{
+		{Workers: MaxWorkers + 1},
+		{QueueCapacity: math.MaxInt},
+		{QueuesPerWorker: math.MaxInt},
+		{Queues: math.MaxInt},
+		{Workers: 2, SpareQueues: math.MaxInt},
+		{Queues: MaxQueues, QueueCapacity: MaxQueueCapacity},
+		{SpinPasses: math.MaxInt},
+		{LocalBatch: math.MaxInt},
+		{Regulps: math.MaxInt},
+		{StealAge: 24 * time.Hour},
+		{ParkTimeout: 1000 * time.Hour},
+		{ParkTimeoutMax: -1},
+	} {
+		_, err := Start(bad)
+		assert.ErrorIs(t, err, ErrConfig, "%+v", bad)
+	}
+	// Under a lowered thread limit, too many workers are refused up front.
+	old := debug.SetMaxThreads(150)
+	defer debug.SetMaxThreads(old)
+	_, err := Start(Config{Workers: 200})
+	assert.ErrorIs(t, err, ErrConfig)
+}
+
+// An idle system's cost does not grow with its queue count: once parked,
+// workers whose park times out while no other worker is awake go back to
+// sleep without scanning their mailboxes (before the fix every timeout
+// cost SpinPasses full passes over every slot).
+func TestIdleCostIndependentOfQueues(t *testing.T) {
+	e, err := Start(Config{Workers: 2, Queues: 100_000, ParkTimeout: time.Millisecond, ParkTimeoutMax: 5 * time.Millisecond})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Stop(context.Background())) }()
+	passes := func() (n uint64) {
+		for _, w := range e.Stats().Workers {
+			n += w.passes
+		}
+		return n
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for e.Stats().ParkedWorkers < 2 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	require.Equal(t, 2, e.Stats().ParkedWorkers)
+	before := passes()
+	time.Sleep(200 * time.Millisecond) // dozens of park timeouts
+	assert.LessOrEqual(t, passes()-before, uint64(4), "idle workers kept scanning their queues")
+}
+
+// After a burst drains, the buffers it grew are given back before the
+// workers park (before the fix they shrank only after 64 further under-half
+// gulps, which an idle system never makes).
+func TestIdleReclaimsQueueMemory(t *testing.T) {
+	e, err := Start(Config{Workers: 1, Queues: 1})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Stop(context.Background())) }()
+	entered, release := make(chan struct{}), make(chan struct{})
+	gate := &probe{fn: func(*probe) Allocation { close(entered); <-release; return Finished }}
+	gate.spawn(t, e)
+	var got atomic.Int64
+	const burst = 100_000
+	sink := &probe{fn: func(p *probe) Allocation {
+		if got.Add(1) == burst {
+			return Finished
+		}
+		return Nodelete
+	}}
+	sink.spawn(t, e)
+	gate.send(t, &probeMsg{})
+	<-entered
+	m := &probeMsg{}
+	for i := 0; i < burst; i++ {
+		sink.send(t, m)
+	}
+	grown := e.mailboxes[0]
+	require.True(t, grown.grown(DefaultQueueCapacity), "the burst must grow the queue")
+	close(release)
+	deadline := time.Now().Add(20 * time.Second)
+	for (got.Load() < burst || e.Stats().ParkedWorkers < 1) && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	require.Equal(t, int64(burst), got.Load())
+	w := e.workers[0]
+	require.Equal(t, workerParked, w.state.Load()) // orders the worker's reclaim before our reads
+	for _, mb := range append(e.mailboxes, e.spares...) {
+		assert.False(t, mb.grown(DefaultQueueCapacity), "mailbox %d kept its burst buffer", mb.index)
+	}
+	assert.LessOrEqual(t, w.buf.Cap(), DefaultQueueCapacity, "the worker kept its burst buffer")
+}
+
+// A send that races a re-spawn of its actor reports ErrTerminated (the
+// incarnation it could know has ended), not ErrNotSpawned.
+func TestSendRacingRespawnIsTerminated(t *testing.T) {
+	p := &probe{}
+	p.cell.state.Store(2*cellIncarnOne | cellSpawning) // a second incarnation being spawned
+	err := Send(&p.cell, p, &probeMsg{}, probeBehaviour)
+	assert.ErrorIs(t, err, ErrTerminated)
+	p2 := &probe{}
+	p2.cell.state.Store(1*cellIncarnOne | cellSpawning) // the first spawn in progress
+	assert.ErrorIs(t, Send(&p2.cell, p2, &probeMsg{}, probeBehaviour), ErrNotSpawned)
+}
+
+// At most half the workers (at least one) spin at any time, under bursts
+// that make workers go idle and busy again, with parking forced often.
+func TestAtMostHalfTheWorkersSpin(t *testing.T) {
+	e, err := Start(Config{Workers: 8, SpinPasses: 4, ParkTimeout: 100 * time.Microsecond, StealAge: -1})
+	require.NoError(t, err)
+	limit := e.maxSpinners()
+	require.Equal(t, int32(4), limit)
+	stop := make(chan struct{})
+	var maxSeen atomic.Int32
+	var sampler sync.WaitGroup
+	sampler.Add(1)
+	go func() {
+		defer sampler.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if n := e.spinning.Load(); n > maxSeen.Load() {
+				maxSeen.Store(n)
+			}
+		}
+	}()
+	var delivered atomic.Int64
+	probes := make([]*probe, 32)
+	for i := range probes {
+		probes[i] = &probe{fn: func(p *probe) Allocation {
+			delivered.Add(1)
+			p.calls++
+			if p.calls == 300 {
+				return Finished
+			}
+			return Nodelete
+		}}
+		probes[i].spawn(t, e)
+	}
+	m := &probeMsg{}
+	for round := 0; round < 300; round++ {
+		for _, p := range probes {
+			p.send(t, m)
+		}
+		if round%10 == 0 {
+			time.Sleep(200 * time.Microsecond) // let workers go idle
+		}
+	}
+	require.NoError(t, e.Stop(context.Background()))
+	close(stop)
+	sampler.Wait()
+	assert.Equal(t, int64(32*300), delivered.Load())
+	assert.LessOrEqual(t, maxSeen.Load(), limit)
+	assert.Zero(t, e.spinning.Load(), "every spinning place given back")
+}

@@ -67,12 +67,48 @@
 // returning it to a sync.Pool; otherwise the garbage collector frees it),
 // Destroy (its Destroy hook runs and the storage is kept; the actor may be
 // spawned again) or Finished (nothing runs). Any status but Nodelete
-// terminates the actor: later sends to it return ErrTerminated. A message's
-// own status (Message.SetAllocation, default Nodelete) is applied the same
-// way after the behaviour that received it. The built-in poison pills
-// DeleteMsg, DestroyMsg and FinishedMsg, sent with SendPill, terminate any
-// actor with that status once the messages sent before them by the same
-// sender have been received.
+// terminates the actor: later sends to it return ErrTerminated. The built-in
+// poison pills DeleteMsg, DestroyMsg and FinishedMsg, sent with SendPill,
+// terminate any actor with that status once the messages sent before them by
+// the same sender have been received.
+//
+// The order, on the actor's worker, after the behaviour returns: the actor's
+// status is applied (its Destroy hook runs; the actor becomes terminated:
+// Alive reports false and sends fail; its Release hook runs; Stop counts it
+// gone), then the message's status (its Destroy hook, then its Release hook).
+// Who may spawn a terminated actor again: after Destroy or Finished, the
+// program, once Alive reports false; after Delete, whoever the Release hook
+// handed it to, at once. A panic in a behaviour terminates its actor without
+// hooks; a panic in an actor's hook completes that termination; a panic in
+// a message's hook is reported and the actor, whose behaviour completed,
+// goes on. Every panic is reported (WithErrorHandler, Stop).
+//
+// # Message lifetime
+//
+// Send passes a message on: from the Send until the receiving behaviour
+// returns, the message belongs to that behaviour, and the sender must not
+// touch it. The receiving behaviour may keep it, reuse it, or send it on;
+// sending it on (forwarding) hands it over again, to the next receiver,
+// which may be running on another worker at once: after forwarding, neither
+// the behaviour nor the executor touches it. So a message can travel a
+// pipeline of actors with no copy and no lock.
+//
+// SetAllocation, called by the behaviour receiving the message (and only
+// there: elsewhere it panics), says what the executor does with the message
+// once that behaviour returns: Delete runs its Destroy and Release hooks
+// (typically back to a sync.Pool), Destroy its Destroy hook, Finished and
+// Nodelete nothing. The status belongs to that one delivery; it is not
+// stored in the message, so the next delivery starts at Nodelete. The
+// executor reads nothing of the message after its behaviour returns unless
+// that behaviour set Delete or Destroy. Hence: only the last receiver of a
+// forwarded message may set Delete or Destroy, and a message sent to
+// several actors at once (shared, read-only) must never be given either.
+//
+// A behaviour receives exactly the actor pointer its sender named. An actor
+// type may embed another actor type; the spawned object is the outer one,
+// and sending to the embedded actor with one of its behaviours delivers to
+// the embedded actor, on the same queue, never concurrently with the outer
+// type's behaviours.
 //
 // # Errors
 //
@@ -84,8 +120,11 @@
 // the WithErrorHandler function and reported by Stop (a *PanicError,
 // errors.Is(err, ErrPanic)). Start rejects invalid configurations (ErrConfig),
 // such as fewer queues than workers. Stop with a context that ends reports
-// how many actors were still alive (ErrActorsAlive). Programmer errors such
-// as a nil actor panic with a message starting with "actor:".
+// how many actors were still alive (ErrActorsAlive); those actors count as
+// terminated afterwards and may be spawned into another system. Several
+// goroutines may call Stop: they all wait for the same stop and get its
+// result. Programmer errors such as a nil actor, or SetAllocation outside
+// the receiving behaviour, panic with a message starting with "actor:".
 //
 // # Statistics
 //

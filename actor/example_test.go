@@ -2,9 +2,12 @@ package actor_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/actord/actord/actor"
+	"github.com/actord/actord/executor"
 )
 
 // Printer is an actor type: a struct embedding actor.Actor.
@@ -58,4 +61,92 @@ func Example() {
 	// integer message 42
 	// integer message 42
 	// lines: 3
+}
+
+// Job is a pooled message that travels a pipeline of stages.
+type Job struct {
+	actor.Message
+	N    int
+	pool *sync.Pool
+}
+
+// Release is the message's Release hook: back to its pool.
+func (j *Job) Release() { j.pool.Put(j) }
+
+// Stage adds to a job and forwards it to the next stage; the last stage
+// records the result and gives the job back to the pool.
+type Stage struct {
+	actor.Actor
+	add     int
+	next    *Stage
+	results chan int
+}
+
+func (s *Stage) OnJob(j *Job) actor.Allocation {
+	j.N += s.add
+	if s.next != nil {
+		// Forwarding moves the job: from here it is the next stage's.
+		if err := actor.Send(s.next, j, (*Stage).OnJob); err != nil {
+			panic(err)
+		}
+		return actor.Nodelete
+	}
+	s.results <- j.N
+	j.SetAllocation(actor.Delete) // after this behaviour: Release, back to the pool
+	return actor.Nodelete
+}
+
+// A pooled message forwarded through a pipeline: each stage owns the job
+// while its behaviour runs, forwarding hands it on, and only the last
+// receiver sets Delete (see "Message lifetime" in the package docs).
+func Example_messageLifetime() {
+	sys, err := actor.Start()
+	if err != nil {
+		panic(err)
+	}
+	results := make(chan int, 3)
+	last, _ := actor.Spawn(sys, &Stage{add: 100, results: results})
+	first, _ := actor.Spawn(sys, &Stage{add: 10, next: last})
+	pool := &sync.Pool{}
+	pool.New = func() any { return &Job{pool: pool} }
+	for i := 1; i <= 3; i++ {
+		j := pool.Get().(*Job)
+		j.N = i
+		actor.Send(first, j, (*Stage).OnJob)
+	}
+	for i := 0; i < 3; i++ {
+		fmt.Println(<-results)
+	}
+	actor.SendPill(first, actor.FinishedMsg)
+	actor.SendPill(last, actor.FinishedMsg)
+	if err := sys.Stop(context.Background()); err != nil {
+		panic(err)
+	}
+	// Output:
+	// 111
+	// 112
+	// 113
+}
+
+// Options compose: each sets only what it names, WithConfig included.
+func ExampleWithConfig() {
+	sys, err := actor.Start(
+		actor.WithWorkers(2),
+		actor.WithConfig(executor.Config{QueuesPerWorker: 4, Park: executor.ParkChannel}),
+		actor.WithIdle(32, 0),
+	)
+	if err != nil {
+		panic(err)
+	}
+	cfg, _ := sys.Config()
+	fmt.Println(cfg.Workers, cfg.Queues, cfg.SpinPasses, cfg.Park)
+	if err := sys.Stop(context.Background()); err != nil {
+		panic(err)
+	}
+	var zero actor.System
+	_, err = zero.Stats()
+	fmt.Println(errors.Is(err, actor.ErrNotStarted))
+	// Output:
+	// 2 8 32 chan
+	// true
 }

@@ -1,9 +1,12 @@
-// Package executor is actord's engine: the inverted (message-centric)
-// executor of the C∀ actor system, with queue gulping, copy queues, queue
-// stealing and a spin-then-park idle protocol. Most programs use it through
-// package actor; this package exposes the configuration (Config), the
-// statistics (Stats) and the low-level Cell/MsgCell/Send API the actor
-// package is built on.
+// Package executor is actord's engine: an inverted (message-centric) actor
+// executor after the C∀ actor system, with queue gulping, copy queues, queue
+// stealing and a spin-then-park idle protocol (docs/design.md cites the
+// source and says where this implementation departs from it). Most programs
+// use it through package actor; this package exposes the configuration
+// (Config), the statistics (Stats), and the typed entry points the actor
+// package is built on (Spawn, Send, Cell, MsgCell). None of them lets a
+// caller break memory safety: the erased calling contract behind them is
+// internal.
 //
 // # Architecture
 //
@@ -12,7 +15,7 @@
 // mailbox when it is spawned and keeps it. Two arrays point at the
 // mailboxes: the actors' array, which never changes (senders use it through
 // their actor's Cell), and the workers' slot array, in which worker i owns a
-// contiguous range of slots and which thieves permute (stealing.TrySwap).
+// contiguous range of slots and which thieves permute (stealing.TrySwapHooked).
 //
 // A send builds an envelope (actor, behaviour function pointer, message) in
 // place at the end of the destination mailbox's copy queue, under the
@@ -29,13 +32,29 @@
 // the mailbox its worker is draining appends to the batch directly (bounded
 // per batch), with no lock.
 //
-// A worker that finds no work for two passes becomes a thief (see steal in
-// worker.go and package stealing); after Config.SpinPasses idle passes it
-// parks on a futex until a sender, a thief or Stop wakes it, or its park
-// timeout passes. A busy worker that sees a backlog wakes a parked one to
-// steal from it.
+// A worker that finds no work spins for a while (at most half the workers at
+// once), trying to steal every other pass and always before it parks (see
+// steal.go and package stealing); then it parks (on a channel by default,
+// or a futex, see Config.Park) until a sender, a thief or Stop wakes it, or
+// its park timeout passes. A busy worker that sees a backlog wakes a parked
+// one to steal from it.
 //
-// Every atomic variable documents, where it is declared, who writes it, who
-// reads it and what it pairs with; the lost-wake-up argument is on
-// worker.park.
+// # Message lifetime
+//
+// The executor reads nothing of a message after its behaviour returns. A
+// message's allocation status is set by the behaviour receiving it
+// (MsgCell.Set, actor.Message.SetAllocation) and recorded for that delivery
+// on the worker, not in the message, so a behaviour that sends its message
+// on (forwards it) hands it over whole: see deliver.go.
+//
+// # Source layout
+//
+// One file per mechanism: send.go (Spawn, Send, the local path),
+// mailbox.go (the locked queues and the batch a worker drains), worker.go
+// (a worker's life and loop), scan.go (passes and gulps), deliver.go
+// (behaviours, statuses, termination, panics), park.go (spinning, parking
+// and the wake-up protocol, stated once there), steal.go (the stealing
+// policy), identity.go (which goroutine is which worker), stop.go and
+// stats.go. Every atomic variable documents, where it is declared, who
+// writes it, who reads it and what it pairs with.
 package executor

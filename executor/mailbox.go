@@ -45,7 +45,7 @@ func gulped(w uint64) uint64 {
 // and its drainer the batch (below) that a worker drains. Two arrays point at mailboxes:
 // Executor.mailboxes, indexed by ticket, which senders use and which never
 // changes; and Executor.slots, which workers scan
-// and thieves permute with stealing.TrySwap. A swap therefore never disturbs a
+// and thieves permute with stealing.TrySwapHooked. A swap therefore never disturbs a
 // sender, and a gulp works on a mailbox pointer loaded once into a local, so a
 // swap during a gulp is harmless; wordProcessing keeps one mailbox (and hence
 // each of its actors) on at most one worker at a time.

@@ -9,7 +9,7 @@
 // ("slots"); actors keep their own fixed pointers to the queue objects, so
 // senders never look at the slots and are never disturbed by a swap. A thief
 // steals a victim's queue by exchanging the pointer in one of the victim's
-// slots with the pointer in one of its own slots. TrySwap does this with
+// slots with the pointer in one of its own slots. TrySwapHooked does this with
 // try_swap_queues, the swap of the C∀ actor executor (docs/design.md gives the
 // reference): two loads, a nil check, and two compare-and-swaps, with no loop,
 // no lock and no retry, so it is wait-free. nil marks a slot in the middle of
@@ -17,7 +17,7 @@
 // writes the slot again (the invariant on which the algorithm's correctness
 // proof rests, and which this package's tests check over every interleaving of
 // up to three thieves). Callers must skip nil slots, and a worker's own slots
-// are nil only while that worker is itself inside TrySwap.
+// are nil only while that worker is itself inside TrySwapHooked.
 //
 // # Victim selection
 //

@@ -2,14 +2,11 @@ package stealing
 
 import "sync/atomic"
 
-// TrySwap tries once to exchange slots[victim] and slots[mine], where mine is
-// one of the caller's own slots and victim is a slot in another worker's range.
-// It reports whether the exchange happened. It never blocks, loops or retries.
-func TrySwap[T any](slots []atomic.Pointer[T], victim, mine int) bool {
-	return TrySwapOn(AtomicSlots[T](slots), victim, mine, NoHooks[T]{})
-}
-
-// TrySwapHooked is TrySwap with hooks (see Hooks).
+// TrySwapHooked tries once to exchange slots[victim] and slots[mine], where
+// mine is one of the caller's own slots and victim is a slot in another
+// worker's range, calling h's hooks at the moments Hooks describes (pass
+// NoHooks for none). It reports whether the exchange happened. It never
+// blocks, loops or retries.
 func TrySwapHooked[T any, H Hooks[T]](slots []atomic.Pointer[T], victim, mine int, h H) bool {
 	return TrySwapOn(AtomicSlots[T](slots), victim, mine, h)
 }
@@ -53,7 +50,7 @@ func (NoHooks[T]) Giving(*T)   {}
 func (NoHooks[T]) Ungiving(*T) {}
 func (NoHooks[T]) Taking(*T)   {}
 
-// TrySwapOn is the swap itself, on any Slots (see TrySwap).
+// TrySwapOn is the swap itself, on any Slots (see TrySwapHooked).
 //
 // Memory ordering (with AtomicSlots): every slot access is a sequentially
 // consistent atomic, so whatever a hook writes before a queue is published

@@ -144,9 +144,8 @@ func (q *Queue[T]) LastPopped() *T {
 
 // Reset empties the queue for reuse: it clears every slot used since the last
 // Reset, so no stale reference is kept alive, and applies the reclamation rule
-// (see the package documentation) with the given capacity floor. It reports
-// whether the array was reallocated at a smaller capacity.
-func (q *Queue[T]) Reset(floor int) (shrunk bool) {
+// (see the package documentation) with the given capacity floor.
+func (q *Queue[T]) Reset(floor int) {
 	used := len(q.buf)
 	clear(q.buf)
 	q.buf = q.buf[:0]
@@ -154,14 +153,13 @@ func (q *Queue[T]) Reset(floor int) (shrunk bool) {
 	c := cap(q.buf)
 	if c <= floor || 2*used >= c {
 		q.underHalf = 0
-		return false
+		return
 	}
 	q.underHalf++
 	if q.underHalf < ReclaimAfter {
-		return false
+		return
 	}
 	q.underHalf = 0
 	nc := max(c/2, floor)
 	q.buf = make([]T, 0, nc)
-	return true
 }

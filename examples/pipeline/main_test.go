@@ -1,0 +1,19 @@
+package main
+
+import "testing"
+
+// The pipeline delivers every job through every stage, and the pool reuses
+// messages: far fewer are allocated than jobs run.
+func TestPipeline(t *testing.T) {
+	const jobs, stages, window = 20000, 4, 64
+	r, err := run(jobs, stages, window)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := jobs * (1 + 2 + 3 + 4); r.Sum != want {
+		t.Fatalf("checksum %d, want %d", r.Sum, want)
+	}
+	if r.Allocated > jobs/2 {
+		t.Fatalf("%d messages allocated for %d jobs: the pool is not reused", r.Allocated, jobs)
+	}
+}

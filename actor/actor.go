@@ -155,21 +155,15 @@ func nilSend() { panic("actor: Send with a nil actor, message or behaviour") }
 // behaviour does nothing but return the pill's allocation status, so that
 // the actor terminates with that status after every message sent before the
 // pill (by the same sender) has been received. Send pills with SendPill.
-type Pill struct {
-	Message
-	status Allocation
-}
+type Pill = executor.Pill
 
 // The three built-in poison pills. Nothing is ever applied to the pills
 // themselves: they can be sent any number of times, to any number of actors.
 var (
-	DeleteMsg   = &Pill{status: Delete}
-	DestroyMsg  = &Pill{status: Destroy}
-	FinishedMsg = &Pill{status: Finished}
+	DeleteMsg   = executor.NewPill(Delete)
+	DestroyMsg  = executor.NewPill(Destroy)
+	FinishedMsg = executor.NewPill(Finished)
 )
-
-// pillBehaviour is the behaviour of every pill.
-func pillBehaviour[T any, A Ref[T]](_ A, p *Pill) Allocation { return p.status }
 
 // SendPill sends a poison pill (DeleteMsg, DestroyMsg or FinishedMsg) to an
 // actor. Errors as for Send.
@@ -177,5 +171,5 @@ func SendPill[T any, A Ref[T]](to A, pill *Pill) error {
 	if to == nil || pill == nil {
 		panic("actor: SendPill with a nil actor or pill")
 	}
-	return executor.Send(to.actorCell(), to, pill, pillBehaviour[T, A])
+	return executor.SendPill(to.actorCell(), to, pill)
 }

@@ -564,3 +564,21 @@ func TestPanickingMessageHookKeepsActor(t *testing.T) {
 	assert.Equal(t, 2, s.n, "the actor went on after the first hook panicked")
 	assert.NotErrorIs(t, err, actor.ErrUndelivered)
 }
+
+// Sends and poison pills allocate nothing once the queue has grown (the
+// typed entry points and the pill's shared behaviour need no allocation).
+func TestSendAndPillDoNotAllocate(t *testing.T) {
+	sys := start(t, actor.WithWorkers(1))
+	rs := make([]*recorder, 202)
+	for i := range rs {
+		rs[i], _ = actor.Spawn(sys, &recorder{})
+	}
+	m := &num{}
+	sends := testing.AllocsPerRun(200, func() { _ = actor.Send(rs[0], m, (*recorder).onNum) })
+	i := 1
+	pills := testing.AllocsPerRun(200, func() { _ = actor.SendPill(rs[i], actor.FinishedMsg); i++ })
+	require.NoError(t, actor.SendPill(rs[0], actor.FinishedMsg))
+	stop(t, sys)
+	assert.Zero(t, sends, "allocations per Send")
+	assert.Zero(t, pills, "allocations per SendPill")
+}

@@ -142,3 +142,30 @@ func send(c *Cell, to unsafe.Pointer, size uintptr, fn unsafe.Pointer, msg any) 
 	c.exec.Load().notify(mb)
 	return nil
 }
+
+// Pill is a poison pill: a message that every actor accepts, whose
+// behaviour does nothing but return the pill's status, so that the actor
+// terminates with it once the messages sent before the pill by the same
+// sender have been received. Nothing is ever applied to a pill itself: one
+// pill may be sent any number of times, to any number of actors at once.
+type Pill struct {
+	cell   MsgCell
+	status Allocation
+}
+
+// NewPill returns a pill that terminates its receiver with status a.
+func NewPill(a Allocation) *Pill { return &Pill{status: a} }
+
+// Status returns the status the pill terminates its receiver with.
+func (p *Pill) Status() Allocation { return p.status }
+
+// pillFn is the behaviour of every pill, erased once. Its first parameter
+// (the receiving actor, of any type) is ignored, so one function serves
+// every actor type without a generic instance per type.
+var pillFn = erased.Erase(func(_ *byte, p *Pill) Allocation { return p.status })
+
+// SendPill sends the pill p to the actor to, which contains the cell c.
+// Errors as for Send.
+func SendPill[T any, A interface{ *T }](c *Cell, to A, p *Pill) error {
+	return send(c, unsafe.Pointer(to), unsafe.Sizeof(*to), pillFn, p)
+}

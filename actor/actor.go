@@ -64,29 +64,10 @@ func (a *Actor) Alive() bool { return a.cell.Alive() }
 //		N int
 //	}
 //
-// It takes no space and holds no state: see "Message lifetime" in the
-// package documentation.
-type Message struct {
-	cell executor.MsgCell
-}
-
-func (m *Message) messageCell() *executor.MsgCell { return &m.cell }
-
-// SetAllocation sets what the executor does with the message after the
-// behaviour receiving it returns: Nodelete (the default: nothing), Delete
-// (its Destroy hook, then its Release hook), Destroy (its Destroy hook) or
-// Finished (nothing). It applies to this delivery only: the next delivery of
-// the same message starts at Nodelete again. It must be called by the
-// behaviour receiving the message, on its goroutine; anywhere else it panics.
-func (m *Message) SetAllocation(a Allocation) {
-	if !m.cell.Set(a) {
-		panic("actor: SetAllocation called outside the behaviour receiving the message")
-	}
-}
-
-// Allocation returns the status the running behaviour set for the message
-// with SetAllocation (Nodelete if it set none, or outside that behaviour).
-func (m *Message) Allocation() Allocation { return m.cell.Get() }
+// It takes no space and holds no state; its SetAllocation method is called
+// by the behaviour receiving the message (see "Message lifetime" in the
+// package documentation).
+type Message = executor.Message
 
 // Ref is satisfied by a pointer to an actor type, that is, to a struct that
 // embeds Actor. The type parameter is the struct type itself; it is inferred.
@@ -97,10 +78,7 @@ type Ref[T any] interface {
 
 // Msg is satisfied by a pointer to a message type, that is, to a struct that
 // embeds Message. The type parameter is the struct type itself; it is inferred.
-type Msg[T any] interface {
-	*T
-	messageCell() *executor.MsgCell
-}
+type Msg[T any] = executor.MessagePtr[T]
 
 // Spawn makes a a live actor of sys and returns it. Create the actor value
 // first (new, a composite literal, a pool); Spawn only enrols it: it is

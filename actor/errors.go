@@ -15,6 +15,9 @@ var (
 	ErrActorsAlive     = executor.ErrActorsAlive
 	ErrStopInBehaviour = executor.ErrStopInBehaviour
 	ErrPanic           = executor.ErrPanic
+	ErrAskInBehaviour  = executor.ErrAskInBehaviour
+	ErrNoRequester     = executor.ErrNoRequester
+	ErrReplied         = executor.ErrReplied
 )
 
 // PanicError reports a behaviour that panicked; see executor.PanicError.

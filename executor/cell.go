@@ -9,7 +9,7 @@ import (
 )
 
 // Allocation is what a behaviour tells the executor to do with its actor (by
-// returning it) or with its message (with MsgCell.Set, from the behaviour
+// returning it) or with its message (with Message.SetAllocation, from the behaviour
 // receiving it) after the behaviour returns.
 type Allocation uint8
 
@@ -108,11 +108,22 @@ func (c *Cell) Alive() bool {
 	return !c.exec.Load().closed.Load()
 }
 
-// MsgCell is the executor's part of a message (embedded in actor.Message).
-// It holds nothing: a message's allocation status belongs to the delivery
-// that sets it (see Set), never to the message, so a message forwarded to
-// another actor is never written by two workers.
-type MsgCell struct{}
+// Message is embedded, by value, in every message type (actor.Message is
+// this type). It takes no space and holds nothing: a message's allocation
+// status belongs to the delivery that sets it (see SetAllocation), never to
+// the message, so a message forwarded to another actor is never written by
+// two workers.
+type Message struct{}
+
+func (m *Message) message() *Message { return m }
+
+// MessagePtr is satisfied by a pointer to a message type: a struct that
+// embeds Message. The type parameter is the struct type itself; it is
+// inferred.
+type MessagePtr[T any] interface {
+	*T
+	message() *Message
+}
 
 // envelope is one queued message: everything a worker needs to deliver it.
 // Envelopes live by value in copy queues, written in place by the sender (see

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"fmt"
 	"reflect"
 	"runtime/debug"
 	"unsafe"
@@ -14,7 +15,7 @@ import (
 // Message lifetime. A message belongs to the behaviour receiving it until
 // that behaviour returns or sends the message on. The executor reads nothing
 // of a message after its behaviour returns: the message's allocation status
-// is not stored in the message but recorded by MsgCell.Set on the worker
+// is not stored in the message but recorded by Message.SetAllocation on the worker
 // running the behaviour (msgStatus), for that one delivery. So a behaviour
 // that forwards its message (sends it again) moves it: the next receiver, on
 // any worker, may use it, set its status and release it, while the first
@@ -56,7 +57,8 @@ func (w *worker) drainBatch() (done bool) {
 			} else {
 				w.st.DeadLetters += n
 			}
-			for w.buf.PopRef() != nil {
+			for ; env != nil; env = w.buf.PopRef() {
+				dropped(env.msg, ErrStopped)
 			}
 			return true
 		}
@@ -66,6 +68,7 @@ func (w *worker) drainBatch() (done bool) {
 		c := env.cell
 		if c.state.Load() != env.want {
 			w.st.DeadLetters++
+			dropped(env.msg, ErrTerminated) // a request: tell its requester
 			continue
 		}
 		w.delivering = env
@@ -73,6 +76,7 @@ func (w *worker) drainBatch() (done bool) {
 		w.delivering = nil
 		if status != Nodelete {
 			w.terminate(c, env.want, status)
+			dropped(env.msg, ErrTerminated) // a request its receiver did not answer
 		}
 		if ms := w.msgStatus; ms != Nodelete {
 			w.msgStatus = Nodelete
@@ -168,25 +172,31 @@ func (w *worker) recovered(r any, goexit bool) {
 		w.st.ActorsTerminated++
 		w.e.actorGone()
 	}
-	w.e.recordPanic(&PanicError{Actor: obj, Message: env.msg, Value: r, Goexit: goexit, Stack: stack, Worker: w.id})
+	pe := &PanicError{Actor: obj, Message: env.msg, Value: r, Goexit: goexit, Stack: stack, Worker: w.id}
+	w.e.recordPanic(pe)
+	if obj != nil {
+		dropped(env.msg, fmt.Errorf("%w: %w", ErrTerminated, pe)) // a request its receiver panicked on
+	}
 }
 
-// Set records the allocation status of the message m for the delivery that
-// is running it: the executor applies it after the receiving behaviour
-// returns. It reports false, and records nothing, when the caller is not the
-// behaviour receiving the message that contains m.
-func (m *MsgCell) Set(a Allocation) bool {
+// SetAllocation sets what the executor does with the message after the
+// behaviour receiving it returns: Nodelete (the default: nothing), Delete
+// (its Destroy hook, then its Release hook), Destroy (its Destroy hook) or
+// Finished (nothing). It applies to this delivery only: the next delivery of
+// the same message starts at Nodelete again. It must be called by the
+// behaviour receiving the message, on its goroutine; anywhere else it
+// panics. See "Message lifetime" in package actor.
+func (m *Message) SetAllocation(a Allocation) {
 	w := runningWorker()
 	if w == nil || !w.delivering.holds(unsafe.Pointer(m)) {
-		return false
+		panic("actor: SetAllocation called outside the behaviour receiving the message")
 	}
 	w.msgStatus = a
-	return true
 }
 
-// Get returns the status that the running behaviour set for the message
-// containing m (Nodelete if none, or if the caller is not that behaviour).
-func (m *MsgCell) Get() Allocation {
+// Allocation returns the status the running behaviour set for the message
+// with SetAllocation (Nodelete if it set none, or outside that behaviour).
+func (m *Message) Allocation() Allocation {
 	w := runningWorker()
 	if w == nil || !w.delivering.holds(unsafe.Pointer(m)) {
 		return Nodelete

@@ -4,7 +4,7 @@
 // source and says where this implementation departs from it). Most programs
 // use it through package actor; this package exposes the configuration
 // (Config), the statistics (Stats), and the typed entry points the actor
-// package is built on (Spawn, Send, Cell, MsgCell). None of them lets a
+// package is built on (Spawn, Send, Bind, Ask, Cell, Message). None of them lets a
 // caller break memory safety: the erased calling contract behind them is
 // internal.
 //
@@ -43,7 +43,7 @@
 //
 // The executor reads nothing of a message after its behaviour returns. A
 // message's allocation status is set by the behaviour receiving it
-// (MsgCell.Set, actor.Message.SetAllocation) and recorded for that delivery
+// (Message.SetAllocation, actor.Message.SetAllocation) and recorded for that delivery
 // on the worker, not in the message, so a behaviour that sends its message
 // on (forwards it) hands it over whole: see deliver.go.
 //

@@ -16,8 +16,8 @@ type counter struct {
 }
 
 type add struct {
-	cell executor.MsgCell
-	n    int
+	executor.Message
+	n int
 }
 
 func (c *counter) onAdd(m *add) executor.Allocation {

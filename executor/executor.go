@@ -72,6 +72,17 @@ type Executor struct {
 	spinning atomic.Int32
 	_        cpu.CacheLinePad
 
+	// Request/reply counters (see ask.go): requests waiting for an answer,
+	// requests ended by their requester's context or timeout, and replies
+	// that came too late (or found their requester gone). Updated with
+	// atomic adds by askers, repliers and workers; read by Stats.
+	asksPending  atomic.Int64
+	asksTimedOut atomic.Uint64
+	lateReplies  atomic.Uint64
+	_            cpu.CacheLinePad
+
+	timers timers // see timer.go
+
 	epoch    time.Time   // monotonic reference for thieves' clocks
 	shutdown atomic.Bool // workers exit; set by Stop after the stop decision
 	forced   atomic.Bool // set by Stop, before shutdown, when its context ended with actors alive

@@ -151,7 +151,7 @@ type probe struct {
 	fn    func(*probe) Allocation
 }
 
-type probeMsg struct{ cell MsgCell }
+type probeMsg struct{ Message }
 
 func probeBehaviour(p *probe, _ *probeMsg) Allocation { return p.fn(p) }
 

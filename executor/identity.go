@@ -16,7 +16,7 @@ import (
 //     keyed by goid.Get. Where goroutine identity is not supported
 //     (goid.Supported false), nothing is entered and every caller counts as
 //     external: correct, without the local fast paths.
-//   - running, process-wide, read by MsgCell.Set (which does not know its
+//   - running, process-wide, read by Message.SetAllocation (which does not know its
 //     executor): a copy-on-write map from identity to worker, keyed by
 //     goid.Get, or by goid.Slow where Get is not supported.
 

@@ -214,13 +214,18 @@ func (m *mailbox) release(into *copyq.Queue[envelope], regulp bool) (n, left int
 }
 
 // close marks m closed, so that every later push fails, and returns the
-// number of envelopes still queued (then discarded). Only Stop calls it,
+// number of envelopes still queued (then discarded: requests among them are
+// failed with ErrStopped). Only Stop calls it,
 // after the workers have exited.
 func (m *mailbox) close() int {
 	w := m.lock()
 	n := wordLen(w)
+	buf := m.buf
 	m.buf = copyq.Queue[envelope]{}
 	m.unlock(wordClosed)
+	for env := buf.PopRef(); env != nil; env = buf.PopRef() {
+		dropped(env.msg, ErrStopped) // requests: tell their requesters
+	}
 	return n
 }
 

@@ -34,9 +34,9 @@ func Spawn[T any, A interface{ *T }](e *Executor, c *Cell, a A) error {
 //
 // Errors: ErrNotSpawned, ErrTerminated (the incarnation the sender could see
 // has terminated), ErrStopped. It panics if c is not inside *to.
-func Send[TA, TM any, A interface{ *TA }, M interface{ *TM }](c *Cell, to A, msg M, fn func(A, M) Allocation) error {
+func Send[TA, TM any, A interface{ *TA }, M MessagePtr[TM]](c *Cell, to A, msg M, fn func(A, M) Allocation) error {
 	// Kept small enough to be inlined into its caller: the checks are in send.
-	return send(c, unsafe.Pointer(to), unsafe.Sizeof(*to), erased.Erase(fn), msg)
+	return send(c, uintptr(unsafe.Pointer(c))-uintptr(unsafe.Pointer(to)), unsafe.Sizeof(*to), 0, erased.Erase(fn), msg)
 }
 
 // spawn implements Spawn.
@@ -108,16 +108,21 @@ func stateErr(st uint32) error {
 // load of the drainer's batch, of its goroutine identity and of the
 // caller's. Every other field of the batch the local path touches is read
 // only after the identity matched, that is, by the draining goroutine.
-func send(c *Cell, to unsafe.Pointer, size uintptr, fn unsafe.Pointer, msg any) error {
-	// The cell must lie inside the actor the sender named (of size bytes),
-	// so that delivery can find that actor from the cell (see envelope).
-	off := uintptr(unsafe.Pointer(c)) - uintptr(to)
+//
+// off is the cell's offset inside the actor the sender named, of size bytes:
+// the cell must lie inside it, so that delivery can find that actor from the
+// cell (see envelope). want is the state word of the incarnation the send is
+// for (a port's), or 0 for whichever incarnation is alive.
+func send(c *Cell, off, size uintptr, want uint32, fn unsafe.Pointer, msg any) error {
 	if off >= size || off > math.MaxUint32 {
 		panic("executor: Send: the cell is not inside the actor")
 	}
 	coff := uint32(off)
 	st := c.state.Load()
-	if st&cellKindMask != cellAlive {
+	if st&cellKindMask != cellAlive || (want != 0 && st != want) {
+		if want != 0 && st != want && st&^cellKindMask != want&^cellKindMask {
+			return ErrTerminated // a later incarnation: the port's has ended
+		}
 		return stateErr(st)
 	}
 	mb := c.mb.Load()
@@ -149,7 +154,7 @@ func send(c *Cell, to unsafe.Pointer, size uintptr, fn unsafe.Pointer, msg any) 
 // sender have been received. Nothing is ever applied to a pill itself: one
 // pill may be sent any number of times, to any number of actors at once.
 type Pill struct {
-	cell   MsgCell
+	Message
 	status Allocation
 }
 
@@ -167,5 +172,5 @@ var pillFn = erased.Erase(func(_ *byte, p *Pill) Allocation { return p.status })
 // SendPill sends the pill p to the actor to, which contains the cell c.
 // Errors as for Send.
 func SendPill[T any, A interface{ *T }](c *Cell, to A, p *Pill) error {
-	return send(c, unsafe.Pointer(to), unsafe.Sizeof(*to), pillFn, p)
+	return send(c, uintptr(unsafe.Pointer(c))-uintptr(unsafe.Pointer(to)), unsafe.Sizeof(*to), 0, pillFn, p)
 }

@@ -147,6 +147,20 @@ type Stats struct {
 	QueuedMessages int   // messages waiting in mailboxes (not yet gulped)
 	Queues         int   // number of mailboxes actors are placed on
 	SpareQueues    int   // number of spare mailboxes (see Config.SpareQueues)
+	// AsksPending counts requests (Ask, AskAsync) waiting for an answer;
+	// AsksTimedOut those ended by their requester's context or timeout;
+	// LateReplies the replies that came after the request had ended (or
+	// found the requesting actor gone), dropped.
+	AsksPending  int64
+	AsksTimedOut uint64
+	LateReplies  uint64
+	// TimersPending counts timers set and not yet fired or stopped;
+	// TimersFired the timer deliveries made (each firing of a periodic
+	// timer counts); TimersDead the firings whose port had terminated,
+	// dropped.
+	TimersPending int64
+	TimersFired   uint64
+	TimersDead    uint64
 	// Stale lists workers that did not publish fresh counters in time
 	// (typically because they were inside a long behaviour); their entries
 	// hold their latest published values.
@@ -214,6 +228,8 @@ func (e *Executor) Stats() Stats {
 		}
 	}
 	s.ExternalActorsCreated = e.extCreated.Load()
+	s.AsksPending, s.AsksTimedOut, s.LateReplies = e.asksPending.Load(), e.asksTimedOut.Load(), e.lateReplies.Load()
+	s.TimersPending, s.TimersFired, s.TimersDead = e.timers.stats()
 	s.LiveActors = e.live()
 	for _, m := range e.mailboxes {
 		s.QueuedMessages += m.queued()

@@ -31,20 +31,20 @@ type worker struct {
 	cpu    int // CPU to pin to, or -1
 	gslot  int // index of this worker's entry in e.gtab
 	// slowID is the goroutine id from goid.Slow, the identity where goid.Get
-	// is not supported. Written like g; read by MsgCell.Set and Stop.
+	// is not supported. Written like g; read by Message.SetAllocation and Stop.
 	slowID atomic.Uint64
 	rng    *rand.Rand
 	stats  bool // count hot-path statistics (!Config.NoStatistics)
 
 	// Everything below, up to the padding, is touched only by the worker's
 	// own goroutine (including behaviours it runs, through send, Spawn and
-	// MsgCell.Set, which recognise it by its identity).
+	// Message.SetAllocation, which recognise it by its identity).
 	batch       // buf, cur, limit; and g, the worker goroutine's identity
 	regulps int // times cur has been re-taken in this visit
 	gulped  int // envelopes taken by the current gulp (the rest of buf came from local sends)
 	// delivering is the envelope whose behaviour is running (nil between
 	// deliveries) and msgStatus the allocation status its behaviour set
-	// for the message (MsgCell.Set); see deliver.go.
+	// for the message (Message.SetAllocation); see deliver.go.
 	delivering *envelope
 	msgStatus  Allocation
 	// ending is the actor whose termination hooks are running, endingInc
@@ -145,6 +145,9 @@ func (w *worker) exit() {
 		n := w.buf.Len() // the rest of the interrupted batch
 		w.st.Dropped += uint64(n)
 		e.undeliver.Add(int64(n))
+		for env := w.buf.PopRef(); env != nil; env = w.buf.PopRef() {
+			dropped(env.msg, ErrStopped)
+		}
 	}
 	w.stopSpinning()
 	w.publish(e.statsEpoch.Load())

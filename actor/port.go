@@ -1,0 +1,83 @@
+package actor
+
+import (
+	"context"
+	"time"
+
+	"github.com/actord/actord/executor"
+)
+
+// Port is a reference to one behaviour of one actor, typed by the message
+// it accepts: a Port[*M] accepts only *M, and its holder needs to know
+// nothing else about the actor. Ports are what code that routes, mocks,
+// names or requests passes around instead of actor pointers. A Port is a
+// small comparable value; copy it freely. Sends through it make the same
+// promises as Send, for the incarnation of the actor it was bound to: once
+// that actor has terminated, they return ErrTerminated, even if the actor
+// has been spawned again. The zero Port is bound to nothing (ErrNotSpawned).
+type Port[M any] = executor.Port[M]
+
+// Bind returns a port for one behaviour of a live actor:
+//
+//	p, err := actor.Bind(counter, (*Counter).Add) // p is a Port[*Add]
+//	p.Send(&Add{N: 1})
+//
+// Errors: ErrNotSpawned (a was never spawned), ErrTerminated (a has
+// terminated).
+func Bind[TA, TM any, A Ref[TA], M Msg[TM]](a A, behaviour func(A, M) Allocation) (Port[M], error) {
+	if a == nil || behaviour == nil {
+		panic("actor: Bind with a nil actor or behaviour")
+	}
+	return executor.Bind(a.actorCell(), a, behaviour)
+}
+
+// Request is embedded, by value, in every request message type; R is the
+// type of the reply:
+//
+//	type GetBalance struct {
+//		actor.Request[int]
+//		Account string
+//	}
+//
+//	func (a *Account) OnGet(m *GetBalance) actor.Allocation {
+//		m.Reply(a.balance)
+//		return actor.Nodelete
+//	}
+//
+// A request is a message (Request embeds Message). The behaviour receiving
+// it answers with Reply, which accepts only an R; Ask waits for that answer,
+// AskAsync has it delivered as a *Reply[R] message.
+type Request[R any] = executor.Request[R]
+
+// Reply is the message that delivers the answer to an AskAsync: the reply
+// value, or the error that ended the request (ErrTerminated, ErrStopped, or
+// context.DeadlineExceeded after its timeout).
+type Reply[R any] = executor.Reply[R]
+
+// Ask sends the request req through the port to and waits for the reply, or
+// for ctx to end:
+//
+//	balance, err := actor.Ask(ctx, accountPort, &GetBalance{Account: "a"})
+//
+// It must not be called from a behaviour, where it would block a worker:
+// there it returns ErrAskInBehaviour at once (use AskAsync). No goroutine is
+// created per request.
+//
+// Errors: the send's errors (ErrNotSpawned, ErrTerminated, ErrStopped);
+// ErrTerminated if the actor terminates, or panics, before replying;
+// ErrStopped if its system stops first; ctx.Err() if ctx ends first. A reply
+// that comes after the asker gave up is counted (Stats.LateReplies) and
+// dropped.
+func Ask[TR, R any, Req executor.RequestPtr[TR, R]](ctx context.Context, to Port[Req], req Req) (R, error) {
+	return executor.Ask(ctx, to, req)
+}
+
+// AskAsync sends the request req through the port to and returns at once;
+// the answer arrives later as a *Reply[R] message through replyTo, usually a
+// port of the requesting actor's own reply behaviour. With timeout > 0, a
+// request not answered in time ends with a Reply whose Err is
+// context.DeadlineExceeded. A worker never blocks: this is how behaviours
+// ask. Errors: the send's errors, and then nothing arrives at replyTo.
+func AskAsync[TR, R any, Req executor.RequestPtr[TR, R]](to Port[Req], req Req, replyTo Port[*Reply[R]], timeout time.Duration) error {
+	return executor.AskAsync(to, req, replyTo, timeout)
+}

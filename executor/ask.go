@@ -1,0 +1,221 @@
+package executor
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+)
+
+// Request/reply.
+//
+// A request is a message whose type embeds Request[R], R being the reply
+// type. Ask (from any goroutine but a worker) and AskAsync (from a
+// behaviour, or anywhere) attach a reply target to the
+// request before sending it; the behaviour that receives it answers with
+// Reply. The target is completed exactly once, by whichever comes first:
+// the reply; the executor, when the request can never be answered (sent to
+// an actor that terminated first, dropped at a stop, its receiver panicked
+// or terminated without replying); or the requester giving up (its
+// context ended, or its timeout fired). Whatever comes later is counted as
+// a late reply and dropped: a reply never blocks and never leaks.
+
+// Asked is the executor's part of a request message: its reply target
+// (embedded in Request). Its zero value is a request nobody
+// waits for (sent with a plain Send): Reply then returns ErrNoRequester.
+type Asked[R any] struct {
+	// t is the reply target of the current request. Written by the
+	// requester before the send that publishes it (the mailbox lock
+	// orders the write before the receiver's reads), read by the receiving
+	// behaviour (Reply) and by the worker that drops the message.
+	t *askTarget[R]
+}
+
+func (a *Asked[R]) asked() *Asked[R] { return a }
+
+// Request is embedded, by value, in every request message type, R being the
+// reply type (actor.Request is this type):
+//
+//	type GetBalance struct {
+//		actor.Request[int]
+//		Account string
+//	}
+//
+// A request is a message (Request embeds Message) that the receiving
+// behaviour answers with Reply.
+type Request[R any] struct {
+	Message
+	Asked[R]
+}
+
+// RequestPtr is satisfied by a pointer to a request type: a struct that
+// embeds Asked[R] (through actor.Request[R]), whose reply type is R.
+type RequestPtr[T, R any] interface {
+	*T
+	asked() *Asked[R]
+}
+
+// Reply answers the request with v. The requester receives it (Ask returns
+// it; AskAsync delivers it as a *Reply[R] message). Errors: ErrNoRequester
+// (the request was sent with a plain Send), ErrReplied (it was answered
+// already, or the requester gave up: the reply is counted as late and
+// dropped). It never blocks.
+func (a *Asked[R]) Reply(v R) error {
+	t := a.t
+	if t == nil {
+		return ErrNoRequester
+	}
+	if !t.complete(v, nil, false) {
+		t.e.lateReplies.Add(1)
+		return ErrReplied
+	}
+	return nil
+}
+
+// undeliverable is implemented by every request type (promoted from
+// Asked): the executor calls it when it drops a request that can never be
+// answered.
+type undeliverable interface{ undelivered(err error) }
+
+func (a *Asked[R]) undelivered(err error) {
+	if t := a.t; t != nil {
+		var zero R
+		t.complete(zero, err, false)
+	}
+}
+
+// dropped tells a dropped message's requester, if it is a request, that it
+// will never be answered.
+func dropped(msg any, err error) {
+	if u, ok := msg.(undeliverable); ok {
+		u.undelivered(err)
+	}
+}
+
+// Reply is the message that delivers the answer to an AskAsync: the reply value, or the error that ended the request
+// (ErrTerminated, ErrStopped, context.DeadlineExceeded for a timeout).
+type Reply[R any] struct {
+	Message
+	Value R
+	Err   error
+}
+
+// askTarget is one request's reply target.
+type askTarget[R any] struct {
+	// done is set (CAS false -> true) by whoever completes the request:
+	// the replier, the executor dropping it, or the requester giving up.
+	done atomic.Bool
+	e    *Executor
+	ch   chan askResult[R] // Ask: the asker waits here (capacity 1: never blocks)
+	port Port[*Reply[R]]   // AskAsync: the requesting actor's reply behaviour
+	tm   Timer             // AskAsync: its timeout, if any
+}
+
+type askResult[R any] struct {
+	v   R
+	err error
+}
+
+// complete completes the request with (v, err) if nobody did yet, and
+// reports whether it did. Only the timeout's own firing passes fired: then
+// tm, which AskAsync may still be writing, is not read (the timer is over
+// anyway); every other completer is ordered after that write by the send
+// that published the request.
+func (t *askTarget[R]) complete(v R, err error, fired bool) bool {
+	if !t.done.CompareAndSwap(false, true) {
+		return false
+	}
+	t.e.asksPending.Add(-1)
+	if t.ch != nil {
+		t.ch <- askResult[R]{v, err}
+		return true
+	}
+	if !fired {
+		t.tm.Stop()
+	}
+	if t.port.Send(&Reply[R]{Value: v, Err: err}) != nil {
+		t.e.lateReplies.Add(1) // the requesting actor is gone
+	}
+	return true
+}
+
+// timedOut completes the request with context.DeadlineExceeded (its
+// timeout fired).
+func (t *askTarget[R]) timedOut() {
+	var zero R
+	if t.complete(zero, context.DeadlineExceeded, true) {
+		t.e.asksTimedOut.Add(1)
+	}
+}
+
+// Ask sends req through to and waits for the reply, or for ctx to end. It
+// must not be called from a behaviour (ErrAskInBehaviour): a worker must
+// never block waiting for another actor; behaviours use Request instead.
+//
+// Errors: the send's errors (ErrNotSpawned, ErrTerminated, ErrStopped);
+// ErrTerminated if the actor terminates (or panics) before replying;
+// ErrStopped if its system stops first; ctx.Err() if ctx ends first (a
+// reply after that is counted as late and dropped). No goroutine is created
+// per request.
+func Ask[TR, R any, Req RequestPtr[TR, R]](ctx context.Context, to Port[Req], req Req) (R, error) {
+	var zero R
+	if to.cell == nil {
+		return zero, ErrNotSpawned
+	}
+	if runningWorker() != nil {
+		return zero, ErrAskInBehaviour
+	}
+	if err := ctx.Err(); err != nil {
+		return zero, err
+	}
+	e := to.cell.exec.Load()
+	t := &askTarget[R]{e: e, ch: make(chan askResult[R], 1)}
+	req.asked().t = t
+	e.asksPending.Add(1)
+	if err := to.Send(req); err != nil {
+		if t.done.CompareAndSwap(false, true) {
+			e.asksPending.Add(-1)
+		}
+		return zero, err
+	}
+	select {
+	case r := <-t.ch:
+		return r.v, r.err
+	case <-ctx.Done():
+	}
+	if t.done.CompareAndSwap(false, true) {
+		e.asksPending.Add(-1)
+		e.asksTimedOut.Add(1)
+		return zero, ctx.Err()
+	}
+	r := <-t.ch // completed just as ctx ended: take the answer
+	return r.v, r.err
+}
+
+// AskAsync sends req through to without waiting: the reply, or the error
+// that ends the request, arrives later as a *Reply[R] message through
+// replyTo (usually a port of the requesting actor's own reply behaviour).
+// With timeout > 0, if no reply came within timeout, the Reply carries
+// context.DeadlineExceeded, and a later reply is counted as late. It never
+// blocks, so behaviours use it where goroutines use Ask; any goroutine may.
+//
+// Errors: the send's errors; then nothing is delivered to replyTo.
+func AskAsync[TR, R any, Req RequestPtr[TR, R]](to Port[Req], req Req, replyTo Port[*Reply[R]], timeout time.Duration) error {
+	if to.cell == nil {
+		return ErrNotSpawned
+	}
+	e := to.cell.exec.Load()
+	t := &askTarget[R]{e: e, port: replyTo}
+	req.asked().t = t
+	e.asksPending.Add(1)
+	if timeout > 0 {
+		t.tm = e.afterTimeout(timeout, t)
+	}
+	if err := to.Send(req); err != nil {
+		if t.done.CompareAndSwap(false, true) {
+			e.asksPending.Add(-1)
+			t.tm.Stop()
+		}
+		return err
+	}
+	return nil
+}

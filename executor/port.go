@@ -1,0 +1,62 @@
+package executor
+
+import (
+	"math"
+	"unsafe"
+
+	"github.com/actord/actord/internal/erased"
+)
+
+// Port is a reference to one behaviour of one incarnation of an actor,
+// typed by the message it accepts: a Port[*M] accepts only *M. Anyone
+// holding it can send to the actor without knowing the actor's type. A Port
+// is a small value (24 bytes): copy it freely; ports compare equal when they
+// name the same behaviour of the same incarnation of the same actor. The
+// zero Port is bound to nothing: sends to it return ErrNotSpawned.
+//
+// A send through a port makes the same promises as Send (per-sender FIFO
+// with every other send from the same sender to the same actor, no
+// allocation once the queue has grown) and is for the incarnation the port
+// was bound to: once that incarnation has terminated, sends return
+// ErrTerminated, even if the actor has been spawned again.
+type Port[M any] struct {
+	cell *Cell
+	fn   unsafe.Pointer // the behaviour, erased: a func(A, M) Allocation
+	coff uint32         // offset of cell inside the actor bound
+	want uint32         // the cell's state word when bound: alive, incarnation
+}
+
+// Bind returns a port for the behaviour fn of the live actor to, which
+// contains the cell c. Errors: ErrNotSpawned (to was never spawned, or is
+// being spawned), ErrTerminated (to has terminated). It panics if c is not
+// inside *to.
+func Bind[TA, TM any, A interface{ *TA }, M MessagePtr[TM]](c *Cell, to A, fn func(A, M) Allocation) (Port[M], error) {
+	off := uintptr(unsafe.Pointer(c)) - uintptr(unsafe.Pointer(to))
+	if off >= unsafe.Sizeof(*to) || off >= math.MaxUint32 {
+		panic("executor: Bind: the cell is not inside the actor")
+	}
+	st := c.state.Load()
+	if st&cellKindMask != cellAlive || c.exec.Load().closed.Load() {
+		if st&cellKindMask == cellAlive {
+			return Port[M]{}, ErrTerminated
+		}
+		return Port[M]{}, stateErr(st)
+	}
+	return Port[M]{cell: c, fn: erased.Erase(fn), coff: uint32(off), want: st}, nil
+}
+
+// Send queues msg for the port's behaviour. Errors: ErrNotSpawned (a zero
+// Port), ErrTerminated (the port's incarnation has terminated), ErrStopped
+// (its system has stopped).
+func (p Port[M]) Send(msg M) error {
+	if p.cell == nil {
+		return ErrNotSpawned
+	}
+	return send(p.cell, uintptr(p.coff), math.MaxUint32, p.want, p.fn, msg)
+}
+
+// Alive reports whether the port's incarnation is alive (a snapshot, as
+// Cell.Alive).
+func (p Port[M]) Alive() bool {
+	return p.cell != nil && p.cell.state.Load() == p.want && !p.cell.exec.Load().closed.Load()
+}

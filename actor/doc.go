@@ -60,6 +60,27 @@
 // busy ones (see package stealing), so a long-running behaviour does not hold
 // up the actors on its worker's other queues.
 //
+// # Ports and requests
+//
+// A Port is a reference to one behaviour of one actor, typed by the message
+// it accepts (Bind makes one): code that routes to, mocks, names, times or
+// asks an actor holds a Port[*M] and needs nothing else. A request type
+// embeds Request[R], R being its reply type; the receiving behaviour
+// answers with Reply, which accepts only an R. Goroutines outside the
+// system use Ask, which waits for the reply or for its context to end;
+// behaviours use AskAsync, whose reply (or error, or timeout) arrives later
+// as a *Reply[R] message, so that no worker ever blocks waiting for another
+// actor. Ask from a behaviour returns ErrAskInBehaviour at once.
+//
+// # Blocking work
+//
+// A behaviour runs on a worker, that is an OS thread. A behaviour that
+// blocks (I/O, a lock, a sleep) holds that thread until it returns: the
+// actors on the same queue wait, the worker's other queues are stolen by
+// idle workers after a while, and with every worker blocked nothing runs.
+// For blocking work, use Go: it runs a function on its own goroutine and
+// delivers the result to the actor as a *Reply[R] message.
+//
 // # Termination and allocation statuses
 //
 // A behaviour's result says what happens to its actor: Nodelete (it goes on),

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/actord/actord/actor"
 	"github.com/actord/actord/executor"
@@ -149,4 +150,144 @@ func ExampleWithConfig() {
 	// Output:
 	// 2 8 32 chan
 	// true
+}
+
+// Account is an actor that holds a balance.
+type Account struct {
+	actor.Actor
+	balance int
+}
+
+// Deposit is a one-way message; Balance is a request whose reply is an int.
+type Deposit struct {
+	actor.Message
+	N int
+}
+
+type Balance struct {
+	actor.Request[int]
+}
+
+func (a *Account) OnDeposit(m *Deposit) actor.Allocation {
+	a.balance += m.N
+	return actor.Nodelete
+}
+
+func (a *Account) OnBalance(m *Balance) actor.Allocation {
+	m.Reply(a.balance) // accepts only an int
+	return actor.Nodelete
+}
+
+// A port is a reference typed by message: its holder can send deposits to
+// the account without knowing the Account type.
+func ExampleBind() {
+	sys, _ := actor.Start()
+	a, _ := actor.Spawn(sys, &Account{})
+	deposits, _ := actor.Bind(a, (*Account).OnDeposit) // an actor.Port[*Deposit]
+	pay := func(p actor.Port[*Deposit], n int) error { return p.Send(&Deposit{N: n}) }
+	pay(deposits, 10)
+	pay(deposits, 32)
+	balance, _ := actor.Bind(a, (*Account).OnBalance)
+	n, _ := actor.Ask(context.Background(), balance, &Balance{})
+	fmt.Println(n)
+	actor.SendPill(a, actor.FinishedMsg)
+	fmt.Println(sys.Stop(context.Background()), deposits.Send(&Deposit{N: 1}))
+	// Output:
+	// 42
+	// <nil> executor: actor terminated
+}
+
+// Ask waits for the reply, or for the context to end.
+func ExampleAsk() {
+	sys, _ := actor.Start()
+	a, _ := actor.Spawn(sys, &Account{balance: 7})
+	balance, _ := actor.Bind(a, (*Account).OnBalance)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	n, err := actor.Ask(ctx, balance, &Balance{})
+	fmt.Println(n, err)
+	actor.SendPill(a, actor.FinishedMsg)
+	sys.Stop(context.Background())
+	_, err = actor.Ask(ctx, balance, &Balance{})
+	fmt.Println(err)
+	// Output:
+	// 7 <nil>
+	// executor: actor terminated
+}
+
+// Auditor asks an account from inside a behaviour: the reply comes back as a
+// message, and no worker waits for it.
+type Auditor struct {
+	actor.Actor
+	account actor.Port[*Balance]
+	replies actor.Port[*actor.Reply[int]]
+	report  chan string
+}
+
+type Audit struct{ actor.Message }
+
+func (a *Auditor) OnAudit(*Audit) actor.Allocation {
+	actor.AskAsync(a.account, &Balance{}, a.replies, time.Second)
+	return actor.Nodelete
+}
+
+func (a *Auditor) OnBalance(r *actor.Reply[int]) actor.Allocation {
+	if r.Err != nil {
+		a.report <- "audit failed: " + r.Err.Error()
+	} else {
+		a.report <- fmt.Sprint("audited balance: ", r.Value)
+	}
+	return actor.Finished
+}
+
+func ExampleAskAsync() {
+	sys, _ := actor.Start()
+	acct, _ := actor.Spawn(sys, &Account{balance: 99})
+	aud, _ := actor.Spawn(sys, &Auditor{report: make(chan string, 1)})
+	aud.account, _ = actor.Bind(acct, (*Account).OnBalance)
+	aud.replies, _ = actor.Bind(aud, (*Auditor).OnBalance)
+	actor.Send(aud, &Audit{}, (*Auditor).OnAudit)
+	fmt.Println(<-aud.report)
+	actor.SendPill(acct, actor.FinishedMsg)
+	sys.Stop(context.Background())
+	// Output:
+	// audited balance: 99
+}
+
+// Fetcher does blocking work with actor.Go: the function runs off the
+// workers and its result arrives as a message.
+type Fetcher struct {
+	actor.Actor
+	done actor.Port[*actor.Reply[string]]
+	out  chan string
+}
+
+type Fetch struct {
+	actor.Message
+	Key string
+}
+
+func (f *Fetcher) OnFetch(m *Fetch) actor.Allocation {
+	key := m.Key
+	actor.Go(f.done, func() (string, error) {
+		time.Sleep(time.Millisecond) // stands for a database call
+		return "value of " + key, nil
+	})
+	return actor.Nodelete // the worker is free at once
+}
+
+func (f *Fetcher) OnDone(r *actor.Reply[string]) actor.Allocation {
+	f.out <- r.Value
+	return actor.Finished
+}
+
+func ExampleGo() {
+	sys, _ := actor.Start()
+	f, _ := actor.Spawn(sys, &Fetcher{out: make(chan string, 1)})
+	f.done, _ = actor.Bind(f, (*Fetcher).OnDone)
+	actor.Send(f, &Fetch{Key: "k"}, (*Fetcher).OnFetch)
+	fmt.Println(<-f.out)
+	sys.Stop(context.Background())
+	// Output:
+	// value of k
 }

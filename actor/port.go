@@ -81,3 +81,25 @@ func Ask[TR, R any, Req executor.RequestPtr[TR, R]](ctx context.Context, to Port
 func AskAsync[TR, R any, Req executor.RequestPtr[TR, R]](to Port[Req], req Req, replyTo Port[*Reply[R]], timeout time.Duration) error {
 	return executor.AskAsync(to, req, replyTo, timeout)
 }
+
+// Go runs f on a new goroutine, off the workers, and delivers its result as
+// a *Reply[R] message through replyTo. Behaviours use it for blocking work:
+// a behaviour that blocks holds its worker's OS thread until it returns
+// (the other queues of that worker are stolen by other workers meanwhile,
+// but the actors sharing its queue wait), whereas Go returns at once and
+// the actor receives the result as a message, in order with its other
+// messages, never concurrently with its own behaviours:
+//
+//	func (s *Session) OnLoad(m *Load) actor.Allocation {
+//		actor.Go(s.loaded, func() ([]byte, error) { return os.ReadFile(m.Path) })
+//		return actor.Nodelete
+//	}
+//
+//	func (s *Session) OnLoaded(r *actor.Reply[[]byte]) actor.Allocation { ... }
+//
+// A panic in f is recovered and delivered as the Reply's Err. If the actor
+// has terminated when f returns, the result is dropped and counted
+// (Stats.LateReplies). Error: ErrNotSpawned for a zero port.
+func Go[R any](replyTo Port[*Reply[R]], f func() (R, error)) error {
+	return executor.Go(replyTo, f)
+}

@@ -260,3 +260,70 @@ func TestAskStress(t *testing.T) {
 		assert.Zero(t, mustStats(sys).AsksPending)
 	}
 }
+
+// loader does blocking work through actor.Go and receives the result as a
+// message.
+type loader struct {
+	actor.Actor
+	done   actor.Port[*actor.Reply[string]]
+	out    chan actor.Reply[string]
+	inBody atomic.Int32 // behaviours running now: must never exceed 1
+}
+
+type load struct {
+	actor.Message
+	name  string
+	panic bool
+}
+
+func (l *loader) onLoad(m *load) actor.Allocation {
+	if l.inBody.Add(1) != 1 {
+		panic("two behaviours at once")
+	}
+	defer l.inBody.Add(-1)
+	name, boom := m.name, m.panic
+	err := actor.Go(l.done, func() (string, error) {
+		time.Sleep(time.Millisecond) // blocking work, off the workers
+		if boom {
+			panic("blocking work failed")
+		}
+		return "loaded " + name, nil
+	})
+	if err != nil {
+		panic(err)
+	}
+	return actor.Nodelete
+}
+
+func (l *loader) onDone(r *actor.Reply[string]) actor.Allocation {
+	if l.inBody.Add(1) != 1 {
+		panic("two behaviours at once")
+	}
+	defer l.inBody.Add(-1)
+	l.out <- *r
+	return actor.Nodelete
+}
+
+func TestGoDeliversBlockingResults(t *testing.T) {
+	sys := start(t, actor.WithWorkers(2))
+	l, _ := actor.Spawn(sys, &loader{out: make(chan actor.Reply[string], 20)})
+	l.done, _ = actor.Bind(l, (*loader).onDone)
+	ld, _ := actor.Bind(l, (*loader).onLoad)
+	for i := 0; i < 10; i++ {
+		require.NoError(t, ld.Send(&load{name: "x"}))
+	}
+	for i := 0; i < 10; i++ {
+		r := <-l.out
+		require.NoError(t, r.Err)
+		assert.Equal(t, "loaded x", r.Value)
+	}
+	require.NoError(t, ld.Send(&load{name: "y", panic: true}))
+	r := <-l.out
+	var pe *actor.PanicError
+	require.ErrorAs(t, r.Err, &pe)
+	assert.Equal(t, "blocking work failed", pe.Value)
+	require.NoError(t, actor.SendPill(l, actor.FinishedMsg))
+	stop(t, sys)
+	var zero actor.Port[*actor.Reply[int]]
+	assert.ErrorIs(t, actor.Go(zero, func() (int, error) { return 0, nil }), actor.ErrNotSpawned)
+}

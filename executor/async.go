@@ -1,0 +1,39 @@
+package executor
+
+import (
+	"fmt"
+	"runtime/debug"
+)
+
+// Go runs f on a new goroutine, off the workers, and delivers its result as
+// a *Reply[R] message through replyTo: the way for a behaviour to do
+// blocking work (I/O, a system call, a lock held elsewhere) without holding
+// its worker's thread. A panic in f is recovered and delivered as the
+// Reply's Err (a *PanicError). If replyTo's actor has terminated by then,
+// the result is dropped and counted in Stats.LateReplies. The Reply
+// arrives like any message to the actor: after the messages sent to it
+// before, and never concurrently with its other behaviours.
+//
+// Error: ErrNotSpawned for a zero port (f is not run).
+func Go[R any](replyTo Port[*Reply[R]], f func() (R, error)) error {
+	if replyTo.cell == nil {
+		return ErrNotSpawned
+	}
+	e := replyTo.cell.exec.Load()
+	go func() {
+		var r Reply[R]
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					r.Err = &PanicError{Value: p, Stack: debug.Stack(), Worker: -1,
+						Message: fmt.Sprintf("executor.Go function for %T", r.Value)}
+				}
+			}()
+			r.Value, r.Err = f()
+		}()
+		if replyTo.Send(&r) != nil {
+			e.lateReplies.Add(1)
+		}
+	}()
+	return nil
+}

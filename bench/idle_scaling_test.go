@@ -59,13 +59,15 @@ type idleMsg struct{ actor.Message }
 func (s *idleSink) recv(*idleMsg) actor.Allocation {
 	if s.left--; s.left == 0 {
 		close(s.done)
+		return actor.Finished // terminated, so that Stop does not wait for it
 	}
 	return actor.Nodelete
 }
 
-// idleBurst spawns one actor on sys and sends it n messages at once, and
-// returns when it has received them all: the workers go through
-// work, spin and park once before the idle measurement.
+// idleBurst spawns one actor on sys, sends it n messages at once and
+// returns when it has received them all (it terminates on the last): the
+// workers go through work, spinning and parking once before the idle
+// measurement.
 func idleBurst(b *testing.B, sys *actor.System, n int) {
 	b.Helper()
 	s, err := actor.Spawn(sys, &idleSink{left: n, done: make(chan struct{})})
@@ -130,8 +132,23 @@ func (t *idleTotals) report(b *testing.B) {
 
 // BenchmarkIdleWorkers: a started system with no actors, idle for
 // idleWindow, with more workers than cores. Target: under 0.5% of a core
-// for each.
+// for each. workers=0 starts no system: it is the baseline, what the test
+// process itself (Go runtime, benchmark goroutine) costs over the window.
 func BenchmarkIdleWorkers(b *testing.B) {
+	b.Run("workers=0", func(b *testing.B) {
+		b.ReportAllocs()
+		var cpu time.Duration
+		var ctxsw int64
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			c0, x0 := CPUTime(), ctxSwitches()
+			time.Sleep(idleWindow())
+			cpu += CPUTime() - c0
+			ctxsw += ctxSwitches() - x0
+		}
+		b.ReportMetric(100*cpu.Seconds()/b.Elapsed().Seconds(), "cpu-%")
+		b.ReportMetric(float64(ctxsw)/b.Elapsed().Seconds(), "ctxsw/s")
+	})
 	for _, workers := range []int{2, 16, 64} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
 			b.ReportAllocs()

@@ -108,6 +108,7 @@ type askTarget[R any] struct {
 	ch   chan askResult[R] // Ask: the asker waits here (capacity 1: never blocks)
 	port Port[*Reply[R]]   // AskAsync: the requesting actor's reply behaviour
 	tm   Timer             // AskAsync: its timeout, if any
+	rep  Reply[R]          // AskAsync: the reply message (one allocation with the target)
 }
 
 type askResult[R any] struct {
@@ -124,7 +125,7 @@ func (t *askTarget[R]) complete(v R, err error, fired bool) bool {
 	if !t.done.CompareAndSwap(false, true) {
 		return false
 	}
-	t.e.asksPending.Add(-1)
+	t.e.askDone()
 	if t.ch != nil {
 		t.ch <- askResult[R]{v, err}
 		return true
@@ -132,7 +133,8 @@ func (t *askTarget[R]) complete(v R, err error, fired bool) bool {
 	if !fired {
 		t.tm.Stop()
 	}
-	if t.port.Send(&Reply[R]{Value: v, Err: err}) != nil {
+	t.rep.Value, t.rep.Err = v, err
+	if t.port.Send(&t.rep) != nil {
 		t.e.lateReplies.Add(1) // the requesting actor is gone
 	}
 	return true
@@ -146,6 +148,9 @@ func (t *askTarget[R]) timedOut() {
 		t.e.asksTimedOut.Add(1)
 	}
 }
+
+// askSpins bounds how many times Ask polls for the reply before blocking.
+const askSpins = 2000
 
 // Ask sends req through to and waits for the reply, or for ctx to end. It
 // must not be called from a behaviour (ErrAskInBehaviour): a worker must
@@ -170,12 +175,23 @@ func Ask[TR, R any, Req RequestPtr[TR, R]](ctx context.Context, to Port[Req], re
 	e := to.cell.exec.Load()
 	t := &askTarget[R]{e: e, ch: make(chan askResult[R], 1)}
 	req.asked().t = t
-	e.asksPending.Add(1)
+	e.askStarted()
 	if err := to.Send(req); err != nil {
 		if t.done.CompareAndSwap(false, true) {
-			e.asksPending.Add(-1)
+			e.askDone()
 		}
 		return zero, err
+	}
+	// Spin briefly before blocking: a reply that comes within a few
+	// microseconds then finds this goroutine running, and costs no thread
+	// wake-up on either side (the worker that replied is still spinning
+	// when the next request comes).
+	for i := 0; i < askSpins; i++ {
+		select {
+		case r := <-t.ch:
+			return r.v, r.err
+		default:
+		}
 	}
 	select {
 	case r := <-t.ch:
@@ -183,7 +199,7 @@ func Ask[TR, R any, Req RequestPtr[TR, R]](ctx context.Context, to Port[Req], re
 	case <-ctx.Done():
 	}
 	if t.done.CompareAndSwap(false, true) {
-		e.asksPending.Add(-1)
+		e.askDone()
 		e.asksTimedOut.Add(1)
 		return zero, ctx.Err()
 	}
@@ -206,16 +222,37 @@ func AskAsync[TR, R any, Req RequestPtr[TR, R]](to Port[Req], req Req, replyTo P
 	e := to.cell.exec.Load()
 	t := &askTarget[R]{e: e, port: replyTo}
 	req.asked().t = t
-	e.asksPending.Add(1)
+	e.askStarted()
 	if timeout > 0 {
 		t.tm = e.afterTimeout(timeout, t)
 	}
 	if err := to.Send(req); err != nil {
 		if t.done.CompareAndSwap(false, true) {
-			e.asksPending.Add(-1)
+			e.askDone()
 			t.tm.Stop()
 		}
 		return err
 	}
 	return nil
+}
+
+// askStarted and askDone count a request begun and ended. On a worker they
+// are plain increments of its private counters (published with its other
+// statistics); elsewhere, atomic adds to the executor's external counters.
+// Stats.AsksPending is their difference, so the two sides of a request
+// never write a shared cache line.
+func (e *Executor) askStarted() {
+	if w := e.current(); w != nil {
+		w.st.asksStarted++
+	} else {
+		e.extAsksStarted.Add(1)
+	}
+}
+
+func (e *Executor) askDone() {
+	if w := e.current(); w != nil {
+		w.st.asksDone++
+	} else {
+		e.extAsksDone.Add(1)
+	}
 }

@@ -72,14 +72,16 @@ type Executor struct {
 	spinning atomic.Int32
 	_        cpu.CacheLinePad
 
-	// Request/reply counters (see ask.go): requests waiting for an answer,
+	// Request/reply counters (see ask.go): requests begun and ended by
+	// goroutines that are not workers (workers count theirs privately),
 	// requests ended by their requester's context or timeout, and replies
 	// that came too late (or found their requester gone). Updated with
-	// atomic adds by askers, repliers and workers; read by Stats.
-	asksPending  atomic.Int64
-	asksTimedOut atomic.Uint64
-	lateReplies  atomic.Uint64
-	_            cpu.CacheLinePad
+	// atomic adds; read by Stats.
+	extAsksStarted atomic.Uint64
+	extAsksDone    atomic.Uint64
+	asksTimedOut   atomic.Uint64
+	lateReplies    atomic.Uint64
+	_              cpu.CacheLinePad
 
 	timers timers // see timer.go
 

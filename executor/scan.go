@@ -54,7 +54,13 @@ func (w *worker) pass() bool {
 	// of single messages hopping from one mailbox to the next, which one
 	// worker serves best alone, looks busy too.) If others sleep, wake one
 	// so it can steal (see wakeThief).
-	if busy > 0 && e.sel != nil && e.sleepers.Load() != 0 && w.waiting(2) {
+	// Checked every 8th busy pass: a backlog that lasts is seen soon enough,
+	// and a worker making many short passes (a chain of single messages)
+	// does not scan its slots after each one.
+	if busy > 0 && e.sel != nil {
+		w.busyPasses++
+	}
+	if busy > 0 && e.sel != nil && w.busyPasses&7 == 0 && e.sleepers.Load() != 0 && w.waiting(2) {
 		// At most once per steal age: a thief woken sooner could not take
 		// anything yet (candidates must age), and each wake costs this busy
 		// worker a wake-up and the sleeper a spin over our mailbox words.

@@ -89,7 +89,9 @@ type WorkerStats struct {
 	WakeupsByTimeout uint64        // sleeps ended by the park timeout
 	ParkedTime       time.Duration // total time asleep
 
-	passes uint64 // passes over the worker's slots (for tests of the idle cost)
+	passes      uint64 // passes over the worker's slots (for tests of the idle cost)
+	asksStarted uint64 // requests begun on this worker (see Executor.askStarted)
+	asksDone    uint64 // requests ended on this worker
 }
 
 // MessagesProcessed returns the number of messages whose behaviour this
@@ -228,7 +230,15 @@ func (e *Executor) Stats() Stats {
 		}
 	}
 	s.ExternalActorsCreated = e.extCreated.Load()
-	s.AsksPending, s.AsksTimedOut, s.LateReplies = e.asksPending.Load(), e.asksTimedOut.Load(), e.lateReplies.Load()
+	started, done := e.extAsksStarted.Load(), e.extAsksDone.Load()
+	for i := range s.Workers {
+		started += s.Workers[i].asksStarted
+		done += s.Workers[i].asksDone
+	}
+	if started > done { // workers publish between batches: a snapshot may lag
+		s.AsksPending = int64(started - done)
+	}
+	s.AsksTimedOut, s.LateReplies = e.asksTimedOut.Load(), e.lateReplies.Load()
 	s.TimersPending, s.TimersFired, s.TimersDead = e.timers.stats()
 	s.LiveActors = e.live()
 	for _, m := range e.mailboxes {

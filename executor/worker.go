@@ -60,6 +60,7 @@ type worker struct {
 	idleWakes  int           // consecutive park timeouts without work since (see park)
 	spinner    bool          // this worker holds one of the e.spinning places (see park.go)
 	grown      bool          // a buffer above the floor passed through here since the last reclaim
+	busyPasses uint          // passes that found work (see pass: the backlog check)
 	thiefWoken time.Duration // when this worker last woke a thief (see pass), since e.epoch
 	// cands are the candidates a thief is watching (see steal): each
 	// mailbox with its word when first seen, and when.

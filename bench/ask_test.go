@@ -1,0 +1,91 @@
+package bench
+
+import (
+	"testing"
+
+	"github.com/actord/actord/actor"
+)
+
+func TestAskPrograms(t *testing.T) {
+	for _, w := range []int{1, 2} {
+		if err := PortSend(startSystemT(t, actor.WithWorkers(w)), 1000); err != nil {
+			t.Fatal(err)
+		}
+		if err := AskRoundTrip(startSystemT(t, actor.WithWorkers(w)), 1000); err != nil {
+			t.Fatal(err)
+		}
+		if err := PingPongRequest(startSystemT(t, actor.WithWorkers(w)), 1000); err != nil {
+			t.Fatal(err)
+		}
+	}
+	AskRoundTripChan(1000)
+}
+
+func startSystemT(t *testing.T, opts ...actor.Option) *actor.System {
+	t.Helper()
+	sys, err := actor.Start(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sys
+}
+
+// BenchmarkPortSend is static send through a port, beside StaticSend.
+func BenchmarkPortSend(b *testing.B) {
+	b.Run("system=actord/via=send", func(b *testing.B) {
+		sys := startSystem(b)
+		b.ReportAllocs()
+		b.ResetTimer()
+		if err := StaticSend(sys, b.N); err != nil {
+			b.Fatal(err)
+		}
+		reportRate(b, b.N)
+	})
+	b.Run("system=actord/via=port", func(b *testing.B) {
+		sys := startSystem(b)
+		b.ReportAllocs()
+		b.ResetTimer()
+		if err := PortSend(sys, b.N); err != nil {
+			b.Fatal(err)
+		}
+		reportRate(b, b.N)
+	})
+}
+
+// BenchmarkAskRoundTrip: one op is one ask answered (a goroutine outside the
+// system asking an actor), beside a goroutine asking a server goroutine over
+// channels.
+func BenchmarkAskRoundTrip(b *testing.B) {
+	b.Run("system=actord", func(b *testing.B) {
+		sys := startSystem(b)
+		b.ReportAllocs()
+		b.ResetTimer()
+		if err := AskRoundTrip(sys, b.N); err != nil {
+			b.Fatal(err)
+		}
+	})
+	b.Run("system=chan", func(b *testing.B) {
+		b.ReportAllocs()
+		b.ResetTimer()
+		AskRoundTripChan(b.N)
+	})
+}
+
+// BenchmarkPingPongRequest: one op is one request/reply round trip between
+// two actors (AskAsync, reply as a message), beside two goroutines doing
+// request/response over channels.
+func BenchmarkPingPongRequest(b *testing.B) {
+	b.Run("system=actord", func(b *testing.B) {
+		sys := startSystem(b)
+		b.ReportAllocs()
+		b.ResetTimer()
+		if err := PingPongRequest(sys, b.N); err != nil {
+			b.Fatal(err)
+		}
+	})
+	b.Run("system=chan", func(b *testing.B) {
+		b.ReportAllocs()
+		b.ResetTimer()
+		PingPongRequestChan(b.N)
+	})
+}

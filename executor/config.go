@@ -141,16 +141,17 @@ type Config struct {
 	// without work (including steal attempts) after which a worker parks.
 	// 0 means DefaultSpinPasses.
 	SpinPasses int
-	// ParkTimeout bounds a worker's sleep, so that parked workers still look
-	// for work to steal now and then: a backlog behind a behaviour that runs
-	// for a long time is found this way when every other worker sleeps
-	// (otherwise busy workers wake sleepers themselves when they see a
-	// backlog). After each timeout that finds no work the next sleep is
-	// twice as long, up to ParkTimeoutMax, so that an idle system wakes
-	// rarely; any work resets it. 0 means DefaultParkTimeout; negative means
-	// sleep until woken.
+	// ParkTimeout is how often, while some worker is awake and some sleep,
+	// a sleeping worker is woken to look for work to steal: a backlog behind
+	// a behaviour that runs for a long time is found this way when every
+	// other worker sleeps (otherwise busy workers wake sleepers themselves
+	// when they see a backlog). One watcher goroutine per executor does the
+	// waking, one worker at a time; after each wake the interval doubles,
+	// up to ParkTimeoutMax. While every worker sleeps nobody is woken, so an
+	// idle system makes no wake-ups. 0 means DefaultParkTimeout; negative
+	// means never (sleeping workers are only woken by work).
 	ParkTimeout time.Duration
-	// ParkTimeoutMax caps the doubling of ParkTimeout. 0 means
+	// ParkTimeoutMax caps the doubling of the ParkTimeout interval. 0 means
 	// DefaultParkTimeoutMax (or ParkTimeout if that is larger).
 	ParkTimeoutMax time.Duration
 	// Park selects the sleep primitive of idle workers: ParkChannel (the

@@ -85,6 +85,13 @@ type Executor struct {
 
 	timers timers // see timer.go
 
+	// watchKick wakes the watcher goroutine (see park.go) when a worker
+	// leaves the parked state while all were parked, and at shutdown; nil
+	// without a watcher. Capacity 1: a pending kick is never lost.
+	// watchDone is closed when the watcher exits.
+	watchKick chan struct{}
+	watchDone chan struct{}
+
 	epoch    time.Time   // monotonic reference for thieves' clocks
 	shutdown atomic.Bool // workers exit; set by Stop after the stop decision
 	forced   atomic.Bool // set by Stop, before shutdown, when its context ended with actors alive
@@ -176,10 +183,15 @@ func Start(cfg Config) (*Executor, error) {
 		go w.run(&ready, &errs[i])
 	}
 	ready.Wait()
+	if e.sel != nil && cfg.ParkTimeout > 0 {
+		e.watchKick, e.watchDone = make(chan struct{}, 1), make(chan struct{})
+		go e.watch()
+	}
 	if err := errors.Join(errs...); err != nil {
 		e.life.Or(lifeStopped)
 		e.shutdown.Store(true)
 		e.wakeAll()
+		e.stopWatcher()
 		e.wg.Wait()
 		return nil, err
 	}

@@ -54,16 +54,7 @@ import (
 // sender that loaded the previous owner at P3 wakes that one, and the thief,
 // which takes the mailbox while running, scans it itself.
 //
-// # Park timeouts
-//
-// With stealing on, a parked worker also wakes after Config.ParkTimeout
-// (doubling after each timeout that found no work, up to ParkTimeoutMax),
-// so that mailboxes stuck behind a long behaviour are stolen even when every
-// other worker sleeps. A timeout while no other worker is awake finds
-// nothing to steal (a parked worker's mailboxes are empty, or it would have
-// been woken), so the sleeper goes back to sleep at once without scanning:
-// an idle system costs one timer per worker per ParkTimeoutMax, whatever the
-// number of queues. Without stealing there is no timeout.
+// Parked workers have no timeout of their own: see the watcher below.
 
 // spinVisitsPerPass scales Config.SpinPasses into a bound on the slots a
 // spinner visits before it parks.
@@ -102,8 +93,8 @@ func (w *worker) stopSpinning() {
 	}
 }
 
-// park puts the worker to sleep until a sender (or thief, releaser, Stop)
-// wakes it, following the protocol above.
+// park puts the worker to sleep until a sender (or thief, releaser, the
+// watcher, Stop) wakes it, following the protocol above.
 func (w *worker) park() {
 	e := w.e
 	w.stopSpinning()
@@ -113,7 +104,7 @@ func (w *worker) park() {
 	w.state.Store(workerParked)           // S2
 	if e.shutdown.Load() || w.hasWork() { // S3
 		if w.state.CompareAndSwap(workerParked, workerRunning) {
-			e.sleepers.Add(-1)
+			e.leftPark(e.sleepers.Add(-1))
 		} else {
 			w.state.Store(workerRunning) // a waker beat us to it (and decremented)
 		}
@@ -122,62 +113,81 @@ func (w *worker) park() {
 	w.st.Parks++
 	w.publish(e.statsEpoch.Load()) // with this park counted
 	start := time.Now()
-	sleepStart := start
-	timeout := w.parkTimeout()
-	for {
-		wait := time.Duration(0)
-		if timeout > 0 {
-			if wait = timeout - time.Since(sleepStart); wait <= 0 {
-				w.idleWakes++ // reset by loop as soon as there is work
-				if !w.othersAwake() {
-					// Nothing to steal: sleep again, longer.
-					sleepStart, timeout = time.Now(), w.parkTimeout()
-					continue
-				}
-				if w.state.CompareAndSwap(workerParked, workerRunning) {
-					e.sleepers.Add(-1)
-					w.st.WakeupsByTimeout++
-				} else {
-					w.st.WakeupsBySender++
-				}
-				break
-			}
-		}
-		w.ev.Wait(&w.state, workerParked, wait) // S4
-		if w.state.Load() != workerParked {
-			w.st.WakeupsBySender++
-			break
-		}
+	for w.state.Load() == workerParked {
+		w.ev.Wait(&w.state, workerParked, 0) // S4
+	}
+	if w.watchWoken.Swap(false) {
+		w.st.WakeupsByTimeout++
+	} else {
+		w.st.WakeupsBySender++
 	}
 	w.state.Store(workerRunning)
 	w.st.ParkedTime += time.Since(start)
 }
 
-// parkTimeout returns how long the next sleep may last before the worker
-// looks for work to steal: 0 (until woken) without stealing, else
-// Config.ParkTimeout doubled once per timeout that found no work, up to
-// ParkTimeoutMax.
-func (w *worker) parkTimeout() time.Duration {
-	cfg := &w.e.cfg
-	if w.e.sel == nil || cfg.ParkTimeout <= 0 {
-		return 0
-	}
-	t := cfg.ParkTimeout
-	for i := 0; i < w.idleWakes && t < cfg.ParkTimeoutMax; i++ {
-		t *= 2
-	}
-	return min(t, cfg.ParkTimeoutMax)
-}
+// The watcher. Workers sleep until woken. So that mailboxes stuck behind a
+// long behaviour are stolen even when every other worker sleeps (a stuck
+// worker cannot wake a thief itself), one goroutine per executor (with
+// stealing on and Config.ParkTimeout > 0) wakes one sleeping worker every
+// ParkTimeout while some worker is awake and some sleep, doubling the
+// interval after each such wake up to ParkTimeoutMax; the woken worker
+// spins and steals what has aged, then parks again. While every worker
+// sleeps, the watcher sleeps too, without a timer, until the first worker
+// to leave the parked state kicks it (leftPark): an idle system makes no
+// wake-ups at all, whatever its number of workers and queues.
 
-// othersAwake reports whether another worker is awake (running a behaviour,
-// scanning or spinning), that is, whether there may be anything to steal.
-func (w *worker) othersAwake() bool {
-	for _, o := range w.e.workers {
-		if o != w && o.state.Load() != workerParked {
-			return true
+// leftPark is called with the sleepers count just after a worker left the
+// parked state (every decrement of sleepers goes through it): if that made
+// the count drop from all workers, the watcher is kicked.
+func (e *Executor) leftPark(sleepers int32) {
+	if sleepers == int32(len(e.workers))-1 && e.watchKick != nil {
+		select {
+		case e.watchKick <- struct{}{}:
+		default: // a kick is pending already
 		}
 	}
-	return false
+}
+
+// watch is the watcher goroutine; it exits at shutdown (Stop kicks it).
+func (e *Executor) watch() {
+	defer close(e.watchDone)
+	first, most := e.cfg.ParkTimeout, e.cfg.ParkTimeoutMax
+	interval := first
+	t := time.NewTimer(interval)
+	defer t.Stop()
+	next := 0 // the worker to try first: round-robin
+	for !e.shutdown.Load() {
+		select {
+		case <-e.watchKick:
+			// Some worker is awake again after all slept: start over.
+			interval = first
+			t.Reset(interval)
+			continue
+		case <-t.C:
+		}
+		n := e.sleepers.Load()
+		if n == int32(len(e.workers)) {
+			// Everyone sleeps: nothing can be stuck. Wait for a kick,
+			// without a timer (the loop's select, timer stopped).
+			continue
+		}
+		if n > 0 {
+			for k := range e.workers {
+				w := e.workers[(next+k)%len(e.workers)]
+				if w.state.Load() != workerParked {
+					continue
+				}
+				w.watchWoken.Store(true)
+				if w.wake() {
+					next = (w.id + 1) % len(e.workers)
+					break
+				}
+				w.watchWoken.Store(false)
+			}
+		}
+		interval = min(2*interval, most)
+		t.Reset(interval)
+	}
 }
 
 // reclaim gives back buffers grown by a burst before the worker parks: its
@@ -217,7 +227,7 @@ func (e *Executor) notify(mb *mailbox) {
 // goroutine may call it.
 func (w *worker) wake() bool {
 	if w.state.Load() == workerParked && w.state.CompareAndSwap(workerParked, workerWoken) {
-		w.e.sleepers.Add(-1)
+		w.e.leftPark(w.e.sleepers.Add(-1))
 		w.ev.Wake(&w.state)
 		return true
 	}
@@ -231,4 +241,16 @@ func (e *Executor) wakeAll() {
 			w.wake()
 		}
 	}
+}
+
+// stopWatcher makes the watcher exit (shutdown is set) and waits for it.
+func (e *Executor) stopWatcher() {
+	if e.watchKick == nil {
+		return
+	}
+	select {
+	case e.watchKick <- struct{}{}:
+	default:
+	}
+	<-e.watchDone
 }

@@ -90,6 +90,7 @@ func (e *Executor) runStop(ctx context.Context) error {
 	}
 	e.shutdown.Store(true)
 	e.wakeAll()
+	e.stopWatcher()
 	stuck := 0
 	if !e.waitWorkers(forcedStopGrace) {
 		// A worker is inside a behaviour that does not return. Stop does
@@ -104,6 +105,7 @@ func (e *Executor) runStop(ctx context.Context) error {
 			ErrActorsAlive, forcedStopGrace))
 	}
 
+	e.timers.close() // the timer goroutine exits; pending timers are dropped, counted dead (timer.go)
 	var dead uint64
 	for _, w := range e.workers {
 		w.pubMu.Lock() // each exited worker published at exit

@@ -57,7 +57,6 @@ type worker struct {
 	given      *mailbox      // during steal: the mailbox the swap gave the victim
 	taken      *mailbox      // during steal: the mailbox the swap took from it
 	spawned    int           // actors this worker placed (PlaceLocal round-robin)
-	idleWakes  int           // consecutive park timeouts without work since (see park)
 	spinner    bool          // this worker holds one of the e.spinning places (see park.go)
 	grown      bool          // a buffer above the floor passed through here since the last reclaim
 	busyPasses uint          // passes that found work (see pass: the backlog check)
@@ -78,8 +77,12 @@ type worker struct {
 	// the worker (parked, running, exited) and by wakers (CAS parked ->
 	// woken); read by wakers and by Stats. The futex sleeps on it.
 	state atomic.Uint32
-	ev    event.Event
-	_     cpu.CacheLinePad
+	// watchWoken is set by the watcher just before it wakes this worker
+	// (and cleared by it if the wake failed); swapped back by the worker
+	// when it wakes, to count the wake-up as a timeout.
+	watchWoken atomic.Bool
+	ev         event.Event
+	_          cpu.CacheLinePad
 	// pub is the latest published copy of st, guarded by pubMu; pubEpoch is
 	// the statsEpoch it answers. Written by the worker, read by Stats.
 	pubMu    sync.Mutex
@@ -183,7 +186,6 @@ func (w *worker) loop() {
 	for !e.shutdown.Load() {
 		if w.pass() {
 			idle, visits = 0, 0
-			w.idleWakes = 0
 			w.stopSpinning()
 			continue
 		}
@@ -194,7 +196,6 @@ func (w *worker) loop() {
 		// no spin budget turns stealing off.
 		if e.sel != nil && (idle%2 == 0 || spun) && w.steal() {
 			idle, visits = 0, 0
-			w.idleWakes = 0
 			w.stopSpinning()
 			continue
 		}

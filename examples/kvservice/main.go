@@ -1,0 +1,105 @@
+// Command kvservice is an HTTP key-value service built on actors, with the
+// standard library's net/http only. It shows:
+//
+//   - keys sharded over store actors, each owning a plain map (shard.go);
+//   - handlers that ask actors with the request's context, so a deadline or
+//     a client that goes away ends the ask, and the errors of an ask mapped
+//     to HTTP statuses (service.go);
+//   - a session actor per client that a timer expires after idle time,
+//     re-armed on every use (session.go);
+//   - a panicking actor reported to the error handler and respawned, while
+//     the service goes on answering (shard.go, service.go);
+//   - graceful shutdown on SIGINT/SIGTERM: the HTTP server first, then the
+//     actors, then the system (main.go).
+//
+// Run it and talk to it:
+//
+//	go run ./examples/kvservice -addr 127.0.0.1:8080 -shards 8 -session-idle 30s
+//
+//	curl -X PUT --data-binary hello 127.0.0.1:8080/kv/greeting   # 201 Created (204 when replaced)
+//	curl 127.0.0.1:8080/kv/greeting                              # hello
+//	curl -X DELETE 127.0.0.1:8080/kv/greeting                    # 204 No Content
+//	curl -i -X POST 127.0.0.1:8080/session                       # 201, Location: /session/{id}
+//	curl 127.0.0.1:8080/session/{id}                             # touches it; 404 once it has expired
+//	curl -i '127.0.0.1:8080/slow?d=2s&timeout=100ms'             # 504 Gateway Timeout
+//	curl -i -X POST 127.0.0.1:8080/panic/greeting                # 503; the shard is respawned
+//	curl 127.0.0.1:8080/healthz                                  # every shard answers; counters
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:8080", "address to listen on")
+	shards := flag.Int("shards", 8, "store actors the keys are spread over")
+	idle := flag.Duration("session-idle", 30*time.Second, "a session expires after this long unused")
+	timeout := flag.Duration("timeout", 5*time.Second, "deadline of every request (a client may ask for less with ?timeout=)")
+	flag.Parse()
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+
+	// The first SIGINT or SIGTERM starts a graceful shutdown; a second one
+	// ends the process at once (stop restores the default handling).
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	context.AfterFunc(ctx, stop)
+
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		log.Error("listen", "err", err)
+		os.Exit(1)
+	}
+	log.Info("kvservice listening", "addr", ln.Addr().String(), "shards", *shards, "session_idle", *idle)
+	cfg := config{Shards: *shards, SessionIdle: *idle, Timeout: *timeout}
+	if err := serve(ctx, ln, cfg, log); err != nil {
+		log.Error("kvservice", "err", err)
+		os.Exit(1)
+	}
+	log.Info("kvservice stopped")
+}
+
+// shutdownTimeout bounds the graceful shutdown.
+const shutdownTimeout = 10 * time.Second
+
+// serve runs the service on ln until ctx ends, then shuts it down: the HTTP
+// server stops accepting and waits for the requests in flight, then the
+// actors are ended and the system stopped.
+func serve(ctx context.Context, ln net.Listener, cfg config, log *slog.Logger) error {
+	svc, err := newService(cfg, log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	srv := &http.Server{
+		Handler:           svc.routes(),
+		ReadHeaderTimeout: 5 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-served: // the listener failed
+	}
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	shutErr := srv.Shutdown(sctx)
+	if serveErr == nil {
+		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+			serveErr = err
+		}
+	}
+	return errors.Join(serveErr, shutErr, svc.close(sctx))
+}

@@ -44,6 +44,8 @@ type descs struct {
 	stealWakeups, parks, wakeups, parkedSeconds            *prometheus.Desc
 	created, terminated, deadLetters, dropped, panics      *prometheus.Desc
 	live, parked, queued, workers, queues, stale, snapshot *prometheus.Desc
+	asksPending, asksTimedOut, lateReplies                 *prometheus.Desc
+	timersPending, timersFired, timersDead                 *prometheus.Desc
 }
 
 // Label names and values.
@@ -92,6 +94,12 @@ func NewCollector() *Collector {
 		queues:        desc("queues", "Mailboxes (sharded message queues) of the current system."),
 		stale:         desc("stale_workers", "Workers that did not publish fresh counters in time for this scrape (busy in a long behaviour); their previous counters are exported."),
 		snapshot:      desc("stats_snapshot_duration_seconds", "Time the latest statistics snapshot of the current system took (the scrape's cost to the workers: they publish at the end of their current pass)."),
+		asksPending:   desc("asks_pending", "Requests (Ask, AskAsync) of the current system waiting for their answer."),
+		asksTimedOut:  desc("asks_timed_out_total", "Requests ended by their requester's context or timeout before an answer came (system-wide)."),
+		lateReplies:   desc("late_replies_total", "Replies that came after their request had ended (timed out, or the requesting actor gone), dropped (system-wide)."),
+		timersPending: desc("timers_pending", "Timers of the current system set and not yet fired or stopped."),
+		timersFired:   desc("timers_fired_total", "Timer deliveries made, each firing of a periodic timer counted (system-wide)."),
+		timersDead:    desc("timer_dead_letters_total", "Timer firings dropped because their port's actor had terminated (system-wide)."),
 	}}
 }
 
@@ -142,6 +150,7 @@ func (c *Collector) totalsLocked() (t executor.Stats, curWorkers int, ok bool) {
 	}
 	addStats(&t, &st)
 	t.LiveActors, t.ParkedWorkers, t.QueuedMessages, t.Queues = st.LiveActors, st.ParkedWorkers, st.QueuedMessages, st.Queues
+	t.AsksPending, t.TimersPending = st.AsksPending, st.TimersPending
 	t.Stale = st.Stale
 	return t, len(st.Workers), true
 }
@@ -158,6 +167,10 @@ func addStats(t, o *executor.Stats) {
 	}
 	t.ExternalActorsCreated += o.ExternalActorsCreated
 	t.MessagesSent += o.MessagesSent
+	t.AsksTimedOut += o.AsksTimedOut
+	t.LateReplies += o.LateReplies
+	t.TimersFired += o.TimersFired
+	t.TimersDead += o.TimersDead
 }
 
 // Describe implements prometheus.Collector.
@@ -169,6 +182,8 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		d.stealWakeups, d.parks, d.wakeups, d.parkedSeconds,
 		d.created, d.terminated, d.deadLetters, d.dropped, d.panics,
 		d.live, d.parked, d.queued, d.workers, d.queues, d.stale, d.snapshot,
+		d.asksPending, d.asksTimedOut, d.lateReplies,
+		d.timersPending, d.timersFired, d.timersDead,
 	} {
 		ch <- x
 	}
@@ -192,6 +207,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	counter(d.sent, float64(t.MessagesSent))
 	counter(d.created, float64(t.ExternalActorsCreated), ExternalWorker)
+	counter(d.asksTimedOut, float64(t.AsksTimedOut))
+	counter(d.lateReplies, float64(t.LateReplies))
+	counter(d.timersFired, float64(t.TimersFired))
+	counter(d.timersDead, float64(t.TimersDead))
 	for i := range t.Workers {
 		w := &t.Workers[i]
 		l := strconv.Itoa(i)
@@ -226,6 +245,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(d.queues, float64(t.Queues))
 	gauge(d.stale, float64(len(t.Stale)))
 	gauge(d.snapshot, lastDur.Seconds())
+	gauge(d.asksPending, float64(t.AsksPending))
+	gauge(d.timersPending, float64(t.TimersPending))
 }
 
 // constHistogram converts an executor histogram into a Prometheus one: the

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"context"
 	"math"
 	"strings"
 	"sync"
@@ -101,7 +102,8 @@ func twoWorkers() executor.Stats {
 	w1 := executor.WorkerStats{ActorsCreated: 1}
 	w1.GulpSize.Observe(8)
 	return executor.Stats{Workers: []executor.WorkerStats{w0, w1}, ExternalActorsCreated: 4, MessagesSent: 100,
-		LiveActors: 12, ParkedWorkers: 1, QueuedMessages: 33, Queues: 32, Stale: []int{1}}
+		LiveActors: 12, ParkedWorkers: 1, QueuedMessages: 33, Queues: 32, Stale: []int{1},
+		AsksPending: 7, AsksTimedOut: 3, LateReplies: 2, TimersPending: 5, TimersFired: 40, TimersDead: 6}
 }
 
 func TestLint(t *testing.T) {
@@ -154,6 +156,20 @@ func TestValues(t *testing.T) {
 	require.Equal(t, 32.0, value(t, f, "actord_queues"))
 	require.Equal(t, 1.0, value(t, f, "actord_stale_workers"))
 	require.GreaterOrEqual(t, value(t, f, "actord_stats_snapshot_duration_seconds"), 0.0)
+	require.Equal(t, 7.0, value(t, f, "actord_asks_pending"))
+	require.Equal(t, 3.0, value(t, f, "actord_asks_timed_out_total"))
+	require.Equal(t, 2.0, value(t, f, "actord_late_replies_total"))
+	require.Equal(t, 5.0, value(t, f, "actord_timers_pending"))
+	require.Equal(t, 40.0, value(t, f, "actord_timers_fired_total"))
+	require.Equal(t, 6.0, value(t, f, "actord_timer_dead_letters_total"))
+	for name, typ := range map[string]dto.MetricType{
+		"actord_asks_pending": dto.MetricType_GAUGE, "actord_timers_pending": dto.MetricType_GAUGE,
+		"actord_asks_timed_out_total": dto.MetricType_COUNTER, "actord_late_replies_total": dto.MetricType_COUNTER,
+		"actord_timers_fired_total": dto.MetricType_COUNTER, "actord_timer_dead_letters_total": dto.MetricType_COUNTER,
+	} {
+		require.Equal(t, typ, f[name].GetType(), name)
+		require.Empty(t, f[name].Metric[0].Label, "%s has no worker label", name)
+	}
 
 	// Gulp sizes 0, 1, 1, 3, 4, 2^30: cumulative counts at each bound.
 	h := find(t, f, "actord_gulp_size", w("0")...).GetHistogram()
@@ -181,7 +197,12 @@ func TestNoSource(t *testing.T) {
 	f := gather(t, c)
 	require.Equal(t, 0.0, value(t, f, "actord_messages_sent_total"))
 	require.Equal(t, 0.0, value(t, f, "actord_actors_created_total", "worker", ExternalWorker))
+	for _, name := range []string{"actord_asks_timed_out_total", "actord_late_replies_total", "actord_timers_fired_total", "actord_timer_dead_letters_total"} {
+		require.Equal(t, 0.0, value(t, f, name), "counters exist before any system: %s", name)
+	}
 	require.NotContains(t, f, "actord_live_actors", "no gauges without a system")
+	require.NotContains(t, f, "actord_asks_pending", "no gauges without a system")
+	require.NotContains(t, f, "actord_timers_pending", "no gauges without a system")
 	require.NotContains(t, f, "actord_messages_processed_total", "no workers yet")
 }
 
@@ -191,7 +212,8 @@ func TestNoSource(t *testing.T) {
 func TestAttachFoldsRetired(t *testing.T) {
 	c := NewCollector()
 	a := &fakeSource{st: twoWorkers()}
-	b := &fakeSource{st: executor.Stats{Workers: []executor.WorkerStats{{ActorsCreated: 10}}, MessagesSent: 5, LiveActors: 1, Queues: 16}}
+	b := &fakeSource{st: executor.Stats{Workers: []executor.WorkerStats{{ActorsCreated: 10}}, MessagesSent: 5, LiveActors: 1, Queues: 16,
+		AsksPending: 1, AsksTimedOut: 10, LateReplies: 20, TimersPending: 2, TimersFired: 30, TimersDead: 1}}
 	c.Attach(a)
 	c.Attach(a) // no-op: a is current
 	c.Attach(b)
@@ -203,12 +225,28 @@ func TestAttachFoldsRetired(t *testing.T) {
 	require.Equal(t, 1.0, value(t, f, "actord_workers"))
 	require.Equal(t, 16.0, value(t, f, "actord_queues"))
 	require.Equal(t, 0.0, value(t, f, "actord_stale_workers"))
+	// Request and timer counters add up across systems; their gauges are
+	// the current system's.
+	require.Equal(t, 13.0, value(t, f, "actord_asks_timed_out_total"))
+	require.Equal(t, 22.0, value(t, f, "actord_late_replies_total"))
+	require.Equal(t, 70.0, value(t, f, "actord_timers_fired_total"))
+	require.Equal(t, 7.0, value(t, f, "actord_timer_dead_letters_total"))
+	require.Equal(t, 1.0, value(t, f, "actord_asks_pending"))
+	require.Equal(t, 2.0, value(t, f, "actord_timers_pending"))
 
 	c.Attach(nil)
 	f = gather(t, c)
 	require.Equal(t, 105.0, value(t, f, "actord_messages_sent_total"))
+	require.Equal(t, 13.0, value(t, f, "actord_asks_timed_out_total"))
+	require.Equal(t, 70.0, value(t, f, "actord_timers_fired_total"))
 	require.NotContains(t, f, "actord_live_actors")
-	require.Equal(t, uint64(105), c.Totals().MessagesSent)
+	require.NotContains(t, f, "actord_asks_pending")
+	require.NotContains(t, f, "actord_timers_pending")
+	tot := c.Totals()
+	require.Equal(t, uint64(105), tot.MessagesSent)
+	require.Equal(t, executor.Stats{AsksTimedOut: 13, LateReplies: 22, TimersFired: 70, TimersDead: 7},
+		executor.Stats{AsksTimedOut: tot.AsksTimedOut, LateReplies: tot.LateReplies, TimersFired: tot.TimersFired, TimersDead: tot.TimersDead,
+			AsksPending: tot.AsksPending, TimersPending: tot.TimersPending})
 }
 
 // TestRealSystems runs the executor program on two systems one after the
@@ -289,4 +327,68 @@ func TestRealSystems(t *testing.T) {
 			require.True(t, strings.HasPrefix(name, "actord_"), name)
 		}
 	}
+}
+
+// holder keeps the requests it receives unanswered until told to answer.
+type holder struct {
+	actor.Actor
+	held []*hold
+}
+
+type hold struct {
+	actor.Request[int]
+}
+
+type release struct{ actor.Message }
+
+func (h *holder) hold(m *hold) actor.Allocation {
+	h.held = append(h.held, m)
+	return actor.Nodelete
+}
+
+func (h *holder) release(*release) actor.Allocation {
+	for _, m := range h.held {
+		_ = m.Reply(1) // ErrReplied: its asker gave up (a late reply)
+	}
+	h.held = nil
+	return actor.Nodelete
+}
+
+// TestRealAsks checks the request metrics against a real system: an Ask
+// waiting shows as pending, one whose context ends as timed out, and its
+// answer, coming afterwards, as a late reply; the counters survive the
+// system, the gauges go with it.
+func TestRealAsks(t *testing.T) {
+	c := NewCollector()
+	sys, err := actor.Start(actor.WithWorkers(2))
+	require.NoError(t, err)
+	c.Attach(sys)
+	h, err := actor.Spawn(sys, &holder{})
+	require.NoError(t, err)
+	port, err := actor.Bind(h, (*holder).hold)
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := actor.Ask(ctx, port, &hold{})
+		done <- err
+	}()
+	require.Eventually(t, func() bool { return value(t, gather(t, c), "actord_asks_pending") == 1 },
+		10*time.Second, time.Millisecond)
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
+	require.NoError(t, actor.Send(h, &release{}, (*holder).release))
+	require.NoError(t, actor.SendPill(h, actor.FinishedMsg))
+	require.NoError(t, sys.Stop(context.Background()))
+
+	f := gather(t, c)
+	require.Equal(t, 0.0, value(t, f, "actord_asks_pending"))
+	require.Equal(t, 1.0, value(t, f, "actord_asks_timed_out_total"))
+	require.Equal(t, 1.0, value(t, f, "actord_late_replies_total"))
+	c.Attach(nil)
+	f = gather(t, c)
+	require.Equal(t, 1.0, value(t, f, "actord_asks_timed_out_total"))
+	require.Equal(t, 1.0, value(t, f, "actord_late_replies_total"))
+	require.NotContains(t, f, "actord_asks_pending")
 }

@@ -16,14 +16,17 @@
 // statistics of the one it replaces into retired totals. Every counter
 // reports retired plus current, so it never decreases across systems, as
 // Prometheus requires of counters. Gauges (live actors, parked workers,
-// queued messages, workers, queues) describe the current system alone.
+// queued messages, workers, queues, pending requests and timers) describe
+// the current system alone.
 //
 // # Metrics
 //
 // Per-worker metrics carry a worker label, the worker's index ("0", "1",
 // ...). Messages sent is system-wide (no worker label), because the executor
-// counts sends per mailbox rather than per worker. Actors spawned from
-// goroutines that are not workers are counted under worker="external".
+// counts sends per mailbox rather than per worker; so are the request and
+// timer metrics, which the executor counts for the whole system (a request
+// or a timer is not tied to a worker). Actors spawned from goroutines that
+// are not workers are counted under worker="external".
 //
 //	actord_messages_sent_total                      messages sent, pills included (system-wide)
 //	actord_messages_processed_total{worker}         messages whose behaviour the worker ran
@@ -51,6 +54,12 @@
 //	actord_queues                                   mailboxes
 //	actord_stale_workers                            workers whose counters were not fresh at this scrape
 //	actord_stats_snapshot_duration_seconds          time the last statistics snapshot took
+//	actord_asks_pending                             requests (Ask, AskAsync) waiting for their answer
+//	actord_asks_timed_out_total                     requests ended by their requester's context or timeout
+//	actord_late_replies_total                       replies that came after their request had ended, dropped
+//	actord_timers_pending                           timers set and not yet fired or stopped
+//	actord_timers_fired_total                       timer deliveries (each firing of a periodic timer)
+//	actord_timer_dead_letters_total                 timer firings dropped: their port's actor had terminated
 //
 // The two histograms are per worker and use the executor's power-of-two
 // buckets (executor.BucketUpperBound: le="0", "1", "2", "4", ... "1.048576e+06",

@@ -17,49 +17,62 @@ import (
 
 // ---- the mixed, service-like workload ---------------------------------------
 //
-// One long-lived system serves "requests" the way a small service would:
+// One long-lived system serves requests the way a small service would, with
+// the executor's request/reply (actor.Request, Reply, Ask, AskAsync):
 //
-//   - client goroutines (outside the system) send requests to sessions at a
-//     rate that follows a sine wave (mixedParams.period) with occasional
-//     bursts;
+//   - client goroutines (outside the system) issue requests at a rate that
+//     follows a sine wave (mixedParams.period) with occasional bursts; each
+//     request is asked (actor.Ask, with a timeout) by a goroutine of its
+//     own, as a server would handle each incoming request, and the time
+//     from the ask to its answer is observed in the latency histogram;
 //   - session actors are spawned and terminated over time (each lives for a
 //     random time; their number follows the same wave);
 //   - a session does a little work per request and either answers at once
-//     (to its client's responder) or fans the request out to 1-8 shard
-//     actors through a short-lived gather actor that it spawns, which
-//     answers when every shard has replied;
+//     (Reply) or fans the request out to 1-8 shard actors with AskAsync,
+//     the replies going to a short-lived gather actor that it spawns, which
+//     answers the request when every shard has replied or its query has
+//     timed out (mixedParams.queryTimeout: the answer then says how many
+//     shards are missing);
 //   - now and then a shard runs a long behaviour (tens to hundreds of
 //     milliseconds), so the other workers steal the rest of its worker's
-//     queues;
-//   - responders record each request's latency.
+//     queues, and the queries queued behind it time out (their replies come
+//     late and are dropped).
 //
 // Termination never leaves a message undelivered, during the run or at the
 // end, so Stop returns nil:
-//   - clients send to a session only while holding the session registry's
-//     read lock and only if it is registered; the manager unregisters a
-//     session under the write lock before sending it its DeleteMsg pill, so
-//     every request to it was queued before the pill;
-//   - a session's requests in flight to shards belong to its gather actors,
-//     which live until every shard has replied;
-//   - at shutdown the clients and the manager stop first; every session gets
-//     its pill; once every session and gather has terminated (mixed.live),
-//     nothing can send to the shards or responders any more, and they get
-//     their pills; then Stop.
+//   - a session is retired by its last lease: the registry holds one while
+//     the session is registered, and a client takes one, under the
+//     registry's read lock, for each request it picks the session for, and
+//     gives it back once its Ask has returned (the request is queued by
+//     then). The manager unregisters a session under the write lock, so no
+//     lease is taken after that, then gives the registry's lease back;
+//     whoever gives back the last one sends the session its DeleteMsg pill,
+//     behind every request sent to it;
+//   - a session's queries to shards belong to its gather actors, which live
+//     until every query has been answered or has timed out; a query that
+//     timed out is still queued at its shard, ahead of any pill;
+//   - at shutdown the clients and the manager stop first and every request
+//     in flight ends (answered, or timed out); every session loses its
+//     registry lease and gets its pill; once every session and gather has
+//     terminated (mixed.live), nothing can send to the shards any more, and
+//     they get their pills; then Stop. No request is then pending.
 
 // mixedParams shapes the mixed workload.
 type mixedParams struct {
-	sessions  int           // sessions at the peak of the wave
-	rate      float64       // mean requests per second over a wave
-	shards    int           // backend shard actors
-	clients   int           // client goroutines, each with its own responder
-	period    time.Duration // period of the load's sine wave
-	lifetime  time.Duration // mean session lifetime (exponential)
-	burstOdds time.Duration // mean time between bursts
-	burst     time.Duration // how long a burst lasts
-	burstX    float64       // rate multiplier during a burst
-	slowOdds  time.Duration // mean time between long shard behaviours
-	slowMin   time.Duration // shortest long behaviour (the longest is 3x)
-	tick      time.Duration // clients' and manager's pacing tick
+	sessions     int           // sessions at the peak of the wave
+	rate         float64       // mean requests per second over a wave
+	shards       int           // backend shard actors
+	clients      int           // client goroutines issuing requests
+	period       time.Duration // period of the load's sine wave
+	lifetime     time.Duration // mean session lifetime (exponential)
+	burstOdds    time.Duration // mean time between bursts
+	burst        time.Duration // how long a burst lasts
+	burstX       float64       // rate multiplier during a burst
+	slowOdds     time.Duration // mean time between long shard behaviours
+	slowMin      time.Duration // shortest long behaviour (the longest is 3x)
+	tick         time.Duration // clients' pacing tick
+	askTimeout   time.Duration // how long a client waits for its answer
+	queryTimeout time.Duration // how long a gather waits for each shard's reply
 }
 
 func defaultMixed(sessions int, rate float64) mixedParams {
@@ -74,7 +87,8 @@ func defaultMixed(sessions int, rate float64) mixedParams {
 		period: 2 * time.Minute, lifetime: 20 * time.Second,
 		burstOdds: 45 * time.Second, burst: 5 * time.Second, burstX: 3,
 		slowOdds: 15 * time.Second, slowMin: 50 * time.Millisecond,
-		tick: time.Millisecond,
+		tick:       time.Millisecond,
+		askTimeout: 5 * time.Second, queryTimeout: 100 * time.Millisecond,
 	}
 }
 
@@ -84,8 +98,9 @@ const (
 	shardCost   = 3000 // mean work iterations per query in a shard
 )
 
-// errMixedSend: a send that the workload's protocol guarantees cannot fail
-// did fail; the workload stops (it would otherwise lose messages silently).
+// errMixedSend: a send or an ask that the workload's protocol guarantees
+// cannot fail did fail; the workload stops (it would otherwise lose messages
+// silently).
 var errMixedSend = errors.New("actord: mixed workload: send failed")
 
 // work burns about n nanoseconds of CPU in a way the compiler cannot drop
@@ -103,23 +118,25 @@ func expCost(rng *rand.Rand, mean float64) int {
 	return int(rng.ExpFloat64() * mean)
 }
 
-// request is one client request. It travels client -> session -> (gather)
-// -> responder and is never written after the client sends it: a message
-// forwarded by a behaviour is still read by its worker (for its allocation
-// status) after that behaviour returns, possibly while the next receiver
-// runs, so the receivers must not set its status or recycle it. The garbage
-// collector frees it.
-type request struct {
-	actor.Message
-	start  time.Time  // just before the client's send
-	fanout int        // shards to query (0: answer at once)
-	cost   int        // session work
-	resp   *responder // where the answer goes
+// answer is the reply to a client's request.
+type answer struct {
+	h       uint64 // the work's result
+	missing int    // shards whose reply did not come in time
 }
 
+// request is one client request, asked of a session. It is written by its
+// client before the ask and only read afterwards (the session reads it, and
+// its gather answers it); the garbage collector frees it.
+type request struct {
+	actor.Request[answer]
+	fanout int // shards to query (0: answer at once)
+	cost   int // session work
+}
+
+// query is one shard query of a fanned-out request, asked by the session
+// with its gather's reply port; the reply is the shard's hash.
 type query struct {
-	actor.Message
-	g    *gather
+	actor.Request[uint64]
 	cost int
 }
 
@@ -131,32 +148,47 @@ type slowMsg struct {
 type session struct {
 	actor.Actor
 	m       *mixed
-	expires time.Time // written by the manager before Spawn, read by the manager
-	h       uint64
+	port    actor.Port[*request] // bound by the manager before registering the session
+	expires time.Time            // written by the manager before Spawn, read by the manager
+	// refs counts the session's leases (see the termination protocol
+	// above): one for the registry while the session is registered, one
+	// per request asked of it until its Ask has returned. Leases are taken
+	// only under the registry's read lock while the session is registered,
+	// so refs never rises from zero; whoever takes it to zero sends the
+	// DeleteMsg pill.
+	refs atomic.Int64
+	h    uint64
 }
 
 func (s *session) request(r *request) actor.Allocation {
 	s.h = work(s.h, r.cost)
-	fanout := r.fanout // r is read-only here, but the gather may finish with it before this behaviour does
-	if fanout == 0 {
-		if err := actor.Send(r.resp, r, (*responder).done); err != nil {
-			s.m.fail(err)
-		}
+	if r.fanout == 0 {
+		_ = r.Reply(answer{h: s.h}) // ErrReplied: its client gave up (a late reply, counted)
 		return actor.Nodelete
 	}
-	g := &gather{m: s.m, req: r, need: fanout}
-	s.m.live.Add(1) // this session is counted, so live cannot be at zero here
-	if _, err := actor.Spawn(s.m.sys, g); err != nil {
-		s.m.live.Done()
-		s.m.fail(err)
+	m := s.m
+	g := &gather{m: m, req: r, need: r.fanout}
+	m.live.Add(1) // this session is counted, so live cannot be at zero here
+	if _, err := actor.Spawn(m.sys, g); err != nil {
+		m.live.Done()
+		m.fail(err)
 		return actor.Nodelete
 	}
-	for i := 0; i < fanout; i++ {
+	replies, err := actor.Bind(g, (*gather).reply)
+	if err != nil {
+		m.fail(err)
+		return actor.Nodelete
+	}
+	for i := 0; i < g.need; i++ {
 		q := &g.q[i]
-		q.g, q.cost = g, int(rand.ExpFloat64()*shardCost)
-		sh := &s.m.shards[rand.IntN(len(s.m.shards))]
-		if err := actor.Send(sh, q, (*shard).query); err != nil {
-			s.m.fail(err)
+		q.cost = int(rand.ExpFloat64() * shardCost)
+		if err := actor.AskAsync(m.shardPorts[rand.IntN(len(m.shardPorts))], q, replies, m.p.queryTimeout); err != nil {
+			m.fail(err)
+			// Nothing will come for this query: count it, so that the
+			// gather still terminates.
+			if err := replies.Send(&actor.Reply[uint64]{Err: err}); err != nil {
+				m.fail(err)
+			}
 		}
 	}
 	return actor.Nodelete
@@ -165,24 +197,35 @@ func (s *session) request(r *request) actor.Allocation {
 // Destroy implements actor.Destroyer: the session has terminated (DeleteMsg).
 func (s *session) Destroy() { s.m.live.Done() }
 
-// gather collects the shards' replies to one fanned-out request.
+// gather collects the shards' replies to one fanned-out request and answers
+// it.
 type gather struct {
 	actor.Actor
-	m         *mixed
-	req       *request
-	need, got int
-	q         [maxFanout]query
+	m               *mixed
+	req             *request
+	need, got, miss int
+	h               uint64
+	q               [maxFanout]query
 }
 
-func (g *gather) reply(*query) actor.Allocation {
+// reply receives one query's outcome: the shard's reply, or the query's
+// timeout.
+func (g *gather) reply(r *actor.Reply[uint64]) actor.Allocation {
 	g.got++
+	switch {
+	case r.Err == nil:
+		g.h ^= r.Value
+	case errors.Is(r.Err, context.DeadlineExceeded):
+		g.miss++ // its shard was busy (a long behaviour); its reply will come late
+	default:
+		g.miss++
+		g.m.fail(r.Err)
+	}
 	if g.got < g.need {
 		return actor.Nodelete
 	}
-	if err := actor.Send(g.req.resp, g.req, (*responder).done); err != nil {
-		g.m.fail(err)
-	}
-	return actor.Delete // Destroy runs next
+	_ = g.req.Reply(answer{h: g.h, missing: g.miss}) // ErrReplied: its client gave up
+	return actor.Delete                              // Destroy runs next
 }
 
 // Destroy implements actor.Destroyer.
@@ -195,9 +238,7 @@ type shard struct {
 
 func (s *shard) query(q *query) actor.Allocation {
 	s.h = work(s.h, q.cost)
-	if err := actor.Send(q.g, q, (*gather).reply); err != nil {
-		q.g.m.fail(err)
-	}
+	_ = q.Reply(s.h) // ErrReplied: the query timed out (a late reply, counted)
 	return actor.Nodelete
 }
 
@@ -209,37 +250,37 @@ func (s *shard) slow(m *slowMsg) actor.Allocation {
 	return actor.Nodelete
 }
 
-type responder struct {
-	actor.Actor
-	lat *metrics.Workload
-	n   uint64
-}
-
-func (r *responder) done(q *request) actor.Allocation {
-	r.lat.Latency.Observe(time.Since(q.start).Seconds())
-	r.n++
-	return actor.Nodelete
-}
-
 // mixed is one run of the workload.
 type mixed struct {
-	p      mixedParams
-	sys    *actor.System
-	m      *metrics.Workload
-	log    *slog.Logger
-	shards []shard
-	resp   []responder
-	t0     time.Time
+	p          mixedParams
+	sys        *actor.System
+	m          *metrics.Workload
+	log        *slog.Logger
+	shards     []shard
+	shardPorts []actor.Port[*query]
+	t0         time.Time
 
 	// live counts sessions and gathers not yet terminated: Add before Spawn
 	// (by the manager, or by a live session for its gathers), Done in their
-	// Destroy hooks. Shutdown waits for zero before pilling shards and
-	// responders, which only sessions and gathers send to.
+	// Destroy hooks. Shutdown waits for zero before pilling the shards,
+	// which only sessions send to.
 	live sync.WaitGroup
 
-	// regMu guards sessions. Clients hold it for reading while they send
-	// (so a registered session is alive for the whole send); the manager
-	// holds it for writing to add and remove sessions.
+	// asks counts the requests in flight: Add by a client before it starts
+	// a request's goroutine, Done when its Ask has returned. askCtx is the
+	// parent of their contexts, cancelled only by a shutdown that runs out
+	// of time.
+	asks      sync.WaitGroup
+	askCtx    context.Context
+	askCancel context.CancelFunc
+
+	// What the clients saw: answers (partial: some shards missing) and
+	// requests that timed out.
+	answered, partial, timedOut atomic.Uint64
+
+	// regMu guards sessions. Clients hold it for reading while they pick
+	// sessions and take leases on them; the manager holds it for writing
+	// to add and remove sessions.
 	regMu    sync.RWMutex
 	sessions []*session
 
@@ -281,18 +322,19 @@ func runMixed(ctx context.Context, sys *actor.System, p mixedParams, wm *metrics
 	m := &mixed{p: p, sys: sys, m: wm, log: log, t0: time.Now()}
 	ctx, m.cancel = context.WithCancel(ctx)
 	defer m.cancel()
+	m.askCtx, m.askCancel = context.WithCancel(context.Background())
+	defer m.askCancel()
 	m.shards = make([]shard, p.shards)
-	m.resp = make([]responder, p.clients)
+	m.shardPorts = make([]actor.Port[*query], p.shards)
 	for i := range m.shards {
 		if _, err := actor.Spawn(sys, &m.shards[i]); err != nil {
 			return err
 		}
-	}
-	for i := range m.resp {
-		m.resp[i].lat = wm
-		if _, err := actor.Spawn(sys, &m.resp[i]); err != nil {
+		port, err := actor.Bind(&m.shards[i], (*shard).query)
+		if err != nil {
 			return err
 		}
+		m.shardPorts[i] = port
 	}
 
 	var gen sync.WaitGroup
@@ -304,12 +346,28 @@ func runMixed(ctx context.Context, sys *actor.System, p mixedParams, wm *metrics
 	for i := range p.clients {
 		go func() {
 			defer gen.Done()
-			m.client(ctx, &m.resp[i], uint64(i))
+			m.client(ctx, uint64(i))
 		}()
 	}
 	<-ctx.Done()
 	gen.Wait()
 	return m.shutdown(shutdownTimeout)
+}
+
+// waitFor waits for wg to reach zero or for ctx to end, and reports whether
+// wg reached zero.
+func waitFor(ctx context.Context, wg *sync.WaitGroup) bool {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // shutdown terminates every actor without leaving a message undelivered,
@@ -318,49 +376,47 @@ func (m *mixed) shutdown(timeout time.Duration) error {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	// Every request in flight ends: answered, or timed out (at once if the
+	// shutdown runs out of time). Each gives its session lease back.
+	if !waitFor(ctx, &m.asks) {
+		m.askCancel()
+		m.asks.Wait() // Ask returns as soon as its context ends
+	}
 	m.regMu.Lock()
 	all := m.sessions
 	m.sessions = nil
 	m.regMu.Unlock()
 	for _, s := range all {
-		if err := actor.SendPill(s, actor.DeleteMsg); err != nil {
-			m.fail(err)
-		}
+		m.release(s) // the registry's lease, the last one: the pill goes
 	}
-	done := make(chan struct{})
-	go func() {
-		m.live.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		// Sessions and gathers are gone: nothing sends to shards or
-		// responders any more, and their last messages are queued ahead of
-		// the pills below.
+	if waitFor(ctx, &m.live) {
+		// Sessions and gathers are gone: nothing sends to the shards any
+		// more, and their last messages (late queries included) are queued
+		// ahead of the pills below.
 		for i := range m.shards {
 			if err := actor.SendPill(&m.shards[i], actor.FinishedMsg); err != nil {
 				m.fail(err)
 			}
 		}
-		for i := range m.resp {
-			if err := actor.SendPill(&m.resp[i], actor.FinishedMsg); err != nil {
-				m.fail(err)
-			}
-		}
-	case <-ctx.Done():
-		// Stop below reports the actors still alive (ErrActorsAlive).
 	}
+	// Otherwise Stop below reports the actors still alive (ErrActorsAlive).
 	err := m.sys.Stop(ctx)
-	var served uint64
-	for i := range m.resp {
-		served += m.resp[i].n // the responders have terminated (or Stop failed; then the count is a lower bound)
-	}
-	m.log.Info("mixed workload stopped", "sessions_at_end", len(all), "requests_answered", served,
-		"shutdown", time.Since(start).Round(time.Millisecond))
+	m.log.Info("mixed workload stopped", "sessions_at_end", len(all),
+		"requests_answered", m.answered.Load(), "partial_answers", m.partial.Load(),
+		"requests_timed_out", m.timedOut.Load(), "shutdown", time.Since(start).Round(time.Millisecond))
 	if f := m.failed.Load(); f != nil {
 		return errors.Join(*f, err)
 	}
 	return err
+}
+
+// release gives back one lease on s; the last one sends s its pill.
+func (m *mixed) release(s *session) {
+	if s.refs.Add(-1) == 0 {
+		if err := actor.SendPill(s, actor.DeleteMsg); err != nil {
+			m.fail(err)
+		}
+	}
 }
 
 // manage spawns and retires sessions along the wave, starts bursts and sends
@@ -411,12 +467,10 @@ func (m *mixed) reshape(now time.Time, rng *rand.Rand) {
 	}
 	have := len(m.sessions)
 	m.regMu.Unlock()
-	// Unregistered under the lock: every client send to these sessions is
-	// already queued, ahead of the pill.
+	// Unregistered under the lock: no client takes a lease on these
+	// sessions any more; the last lease given back sends the pill.
 	for _, s := range retire {
-		if err := actor.SendPill(s, actor.DeleteMsg); err != nil {
-			m.fail(err)
-		}
+		m.release(s)
 	}
 	var fresh []*session
 	for range target - have {
@@ -427,6 +481,16 @@ func (m *mixed) reshape(now time.Time, rng *rand.Rand) {
 			m.fail(err)
 			break
 		}
+		port, err := actor.Bind(s, (*session).request)
+		if err != nil {
+			m.fail(err)
+			if err := actor.SendPill(s, actor.DeleteMsg); err != nil {
+				m.fail(err)
+			}
+			break
+		}
+		s.port = port
+		s.refs.Store(1) // the registry's lease
 		fresh = append(fresh, s)
 	}
 	if len(fresh) > 0 {
@@ -436,10 +500,10 @@ func (m *mixed) reshape(now time.Time, rng *rand.Rand) {
 	}
 }
 
-// client sends requests at its share of the wave's rate until ctx ends.
-// Each tick it sends the requests due since the last one, all under one
-// read lock of the session registry.
-func (m *mixed) client(ctx context.Context, resp *responder, seed uint64) {
+// client issues requests at its share of the wave's rate until ctx ends.
+// Each tick it issues the requests due since the last one, picking their
+// sessions under one read lock of the session registry.
+func (m *mixed) client(ctx context.Context, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 42))
 	tick := time.NewTicker(m.p.tick)
 	defer tick.Stop()
@@ -456,28 +520,53 @@ func (m *mixed) client(ctx context.Context, resp *responder, seed uint64) {
 			due = min(due, m.p.rate/float64(m.p.clients)*m.p.burstX)
 			n := int(due)
 			due -= float64(n)
-			m.sendRequests(rng, resp, n)
+			m.issue(rng, n)
 		}
 	}
 }
 
-func (m *mixed) sendRequests(rng *rand.Rand, resp *responder, n int) {
+// issue starts n requests, each asked by a goroutine of its own (ask), to
+// sessions picked at random, taking a lease on each.
+func (m *mixed) issue(rng *rand.Rand, n int) {
 	m.regMu.RLock()
 	defer m.regMu.RUnlock()
 	if len(m.sessions) == 0 {
 		return
 	}
 	for range n {
-		r := &request{resp: resp, cost: expCost(rng, sessionCost)}
+		r := &request{cost: expCost(rng, sessionCost)}
 		if rng.IntN(10) < 4 { // 40% of the requests fan out
 			r.fanout = 1 + rng.IntN(maxFanout)
 		}
 		s := m.sessions[rng.IntN(len(m.sessions))]
-		r.start = time.Now()
-		if err := actor.Send(s, r, (*session).request); err != nil {
-			m.fail(err)
-			return
-		}
+		s.refs.Add(1) // registered: the registry's lease holds refs above zero
+		m.asks.Add(1)
 		m.m.Requests.Inc()
+		go m.ask(s, r)
+	}
+}
+
+// ask asks s the request r and waits for the answer (at most
+// askTimeout), observing the time from the ask to the answer; then it gives
+// back its lease on s: the request has been queued by then.
+func (m *mixed) ask(s *session, r *request) {
+	defer m.asks.Done()
+	ctx, cancel := context.WithTimeout(m.askCtx, m.p.askTimeout)
+	start := time.Now()
+	a, err := actor.Ask(ctx, s.port, r)
+	lat := time.Since(start)
+	cancel()
+	m.release(s)
+	switch {
+	case err == nil:
+		m.m.Latency.Observe(lat.Seconds())
+		m.answered.Add(1)
+		if a.missing > 0 {
+			m.partial.Add(1)
+		}
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		m.timedOut.Add(1) // its answer, if it comes, is dropped as late
+	default:
+		m.fail(err)
 	}
 }

@@ -2,8 +2,9 @@ package main
 
 import (
 	"context"
-	"io"
+	"encoding/json"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,9 +17,10 @@ import (
 
 // TestMixedStopsCleanly runs the mixed workload with everything sped up
 // (a 1-second wave, sessions living 100ms, frequent bursts and long
-// behaviours) and checks the termination protocol: Stop reports no
-// undelivered message and no live actor, every request was answered, and
-// sessions and gathers were really spawned and terminated along the way.
+// behaviours, shard queries timing out after 2ms) and checks the
+// termination protocol: Stop reports no undelivered message and no live
+// actor, every request was answered, no request is pending, and sessions
+// and gathers were really spawned and terminated along the way.
 func TestMixedStopsCleanly(t *testing.T) {
 	p := defaultMixed(40, 4000)
 	p.shards = 8
@@ -26,13 +28,19 @@ func TestMixedStopsCleanly(t *testing.T) {
 	p.lifetime = 100 * time.Millisecond
 	p.burstOdds, p.burst = 300*time.Millisecond, 100*time.Millisecond
 	p.slowOdds, p.slowMin = 200*time.Millisecond, 5*time.Millisecond
+	// Queries queued behind a long behaviour (5-15ms) time out; the
+	// clients' requests never do.
+	p.queryTimeout, p.askTimeout = 2*time.Millisecond, time.Minute
 
 	sys, err := actor.Start(actor.WithWorkers(2))
 	require.NoError(t, err)
+	coll := metrics.NewCollector()
+	coll.Attach(sys)
 	wm := metrics.NewWorkload("mixed")
 	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 	defer cancel()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var logBuf syncBuffer
+	log := slog.New(slog.NewJSONHandler(&logBuf, nil))
 	require.NoError(t, runMixed(ctx, sys, p, wm, log, 20*time.Second))
 
 	st := mustStats(sys)
@@ -46,10 +54,45 @@ func TestMixedStopsCleanly(t *testing.T) {
 	require.Greater(t, st.ExternalActorsCreated, uint64(p.shards+p.clients+p.sessions))
 	require.Positive(t, tot.ActorsCreated-st.ExternalActorsCreated, "gathers spawned by sessions")
 	require.Equal(t, tot.ActorsCreated, tot.ActorsTerminated)
+
+	// Requests: none pending after Stop (every ask ended, every timeout
+	// timer stopped or fired); some shard queries timed out behind the long
+	// behaviours, and each of them got its reply late, dropped.
+	require.Zero(t, st.AsksPending, "asks pending after Stop")
+	require.Zero(t, st.TimersPending, "timers pending after Stop")
+	require.Positive(t, st.AsksTimedOut, "queries timed out behind long behaviours")
+	require.Equal(t, st.AsksTimedOut, st.LateReplies, "every timed-out query was answered late")
+
+	// The workload's own account, in its final log record.
+	rec := logRecord(t, logBuf.String(), "mixed workload stopped")
+	require.EqualValues(t, reqs, rec["requests_answered"], "answers seen by the clients")
+	require.EqualValues(t, 0, rec["requests_timed_out"])
+	require.Positive(t, rec["partial_answers"], "answers missing a timed-out shard")
+	require.LessOrEqual(t, rec["partial_answers"], float64(st.AsksTimedOut))
+
+	// The exporter reports the same.
+	f := gatherAll(t, coll)
+	require.Zero(t, f["actord_asks_pending"].Metric[0].GetGauge().GetValue())
+	require.Equal(t, float64(st.AsksTimedOut), f["actord_asks_timed_out_total"].Metric[0].GetCounter().GetValue())
+	require.Equal(t, float64(st.LateReplies), f["actord_late_replies_total"].Metric[0].GetCounter().GetValue())
 }
 
 func histogramCount(t *testing.T, wm *metrics.Workload) uint64 {
 	t.Helper()
 	fams := gatherAll(t, wm)
 	return fams["actord_workload_latency_seconds"].Metric[0].GetHistogram().GetSampleCount()
+}
+
+// logRecord returns the last JSON log record whose msg is msg.
+func logRecord(t *testing.T, log, msg string) map[string]any {
+	t.Helper()
+	var found map[string]any
+	for _, line := range strings.Split(log, "\n") {
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == msg {
+			found = rec
+		}
+	}
+	require.NotNil(t, found, "no log record %q in:\n%s", msg, log)
+	return found
 }

@@ -72,6 +72,13 @@
 // as a *Reply[R] message, so that no worker ever blocks waiting for another
 // actor. Ask from a behaviour returns ErrAskInBehaviour at once.
 //
+// Register gives a port a name in its system, and Lookup finds it again,
+// typed: a lookup with the wrong message type is an error, and a name is
+// released when its actor terminates. SendAfter and SendEvery deliver a
+// message to a port later, or periodically, until stopped. Package
+// actortest runs actors deterministically in unit tests, with probes that
+// assert on what they receive.
+//
 // # Blocking work
 //
 // A behaviour runs on a worker, that is an OS thread. A behaviour that

@@ -1,35 +1,688 @@
 package executor
 
 import (
+	"errors"
+	"math"
+	"math/bits"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
+	"unsafe"
+
+	"github.com/actord/actord/internal/event"
 )
 
-// timers is the executor's timer set (placeholder: one time.Timer per
-// pending timer, until the timer heap lands).
+// Timers.
+//
+// Each executor has one timer set (Executor.timers). It costs nothing until
+// the first timer is set: no goroutine, no time.Timer, no memory.
+//
+// A pending timer is one timerEntry, stored by value in a slab, plus its slab
+// index (an int32) in a 4-ary min-heap ordered by deadline; periodic timers
+// also keep their period in a side map. There is no goroutine, time.Timer or
+// allocation per timer.
+//
+// The slab is a list of fixed-size chunks of entries. Entries never move,
+// because a handle (Timer) names its entry by slab index, checked against a
+// generation; so the slab shrinks by whole chunks instead of by compaction:
+// a new timer takes a free slot in the lowest chunk that has one, which keeps
+// the pending timers packed in the low chunks, and a chunk whose last timer
+// fires or is stopped is released (one empty chunk is kept as a spare, so that
+// setting and cancelling one timer at a time allocates nothing; Stop drops
+// it). Trailing released chunks are trimmed off the chunk list, and the heap
+// slice, the chunk list and the period map are reallocated smaller when they
+// fall to a quarter of their capacity. A freed entry is cleared at once: it
+// keeps no reference to the message, the actor or the behaviour. What the
+// slab cannot give back is a chunk that still holds a pending timer: after a
+// mass cancellation, timers that stay pending keep their chunks until they
+// fire or are stopped (at worst one chunk each), while new timers fill the
+// holes in those chunks first.
+//
+// A handle's generation is 32 bits, drawn from one counter per set: a stale
+// handle could name a later timer only if that timer took the same slot
+// exactly a multiple of 2^32 timers later.
+//
+// One goroutine per executor drives the set (run): started by the first
+// timer, it sleeps on one time.Timer reset to the earliest deadline, and a
+// setter whose timer becomes the heap's root (an earlier deadline than any
+// other) wakes it through a channel. At a deadline it sends the message
+// through the port's send path, exactly as Port.Send does from a goroutine
+// that is not a worker. Stop ends it (close): pending timers are dropped.
+//
+// # Precision
+//
+// An idle Go runtime waits for its timers in epoll with a timeout in whole
+// milliseconds, so a runtime timer can fire up to a millisecond late. The
+// goroutine therefore sleeps on its time.Timer only until nearWindow before
+// the earliest deadline, and waits for the rest in the kernel: on an
+// internal/event Event of kind KindFutex, a futex wait with a nanosecond
+// timeout. A setter whose timer becomes the root ends that wait through the
+// Event instead of the channel (see timers.sleep). The waiting thread is
+// blocked in the system call for at most nearWindow, and keeps its processor
+// until the runtime's monitor retakes it; so the goroutine waits in the
+// kernel only while GOMAXPROCS > 1, and otherwise, like on platforms without
+// futexes (where the Event falls back to a channel), waits on a runtime
+// timer with the runtime's precision.
+//
+// # Locking, and what Stop guarantees
+//
+// Everything in the set is guarded by one mutex, timers.mu: setters (add),
+// stoppers (Timer.Stop), the goroutine while it fires, and close take it.
+// The goroutine fires due timers while holding it, at most fireBatch timers
+// per hold so that setters and stoppers wait for a bounded batch of sends.
+// Firing under the mutex makes Stop exact: Stop returns true if and only if
+// the timer was still pending, and then nothing is delivered by it after
+// Stop returns, periodic timers included; a one-shot timer whose Stop returns
+// false has fired (delivered, or counted dead) or was stopped before. The
+// send itself never blocks (a mailbox lock, at worst a wake-up of a parked
+// worker), and neither does an internal timeout's callback.
+//
+// Counters (pending, fired, dead) are atomics updated under the mutex and
+// read without it by Stats.
+
+// ErrBadPeriod: SendEvery with a period that is not positive.
+var ErrBadPeriod = errors.New("executor: timer period must be positive")
+
+const (
+	// A chunk holds 1024 entries: 57,344 bytes, exactly 7 pages. Smaller
+	// chunks would be small objects, which, holding pointers, carry an
+	// 8-byte allocation header that pushes them into the next size class.
+	timerChunkShift = 10
+	timerChunkLen   = 1 << timerChunkShift
+	timerChunkMask  = timerChunkLen - 1
+	// fireBatch bounds the timers fired per hold of timers.mu.
+	fireBatch = 64
+	// minShrinkCap: slices (heap, chunk list) with at most this capacity
+	// are never reallocated smaller.
+	minShrinkCap = 256
+	// noDeadline is fire's "no pending timer".
+	noDeadline = math.MaxInt64
+	// nearWindow: a deadline closer than this is waited for in the kernel
+	// (see Precision above); it exceeds the runtime timers' millisecond
+	// lateness, so the time.Timer set nearWindow ahead never fires late.
+	nearWindow = 2 * time.Millisecond
+	// timerNear is timers.sleep's value while the goroutine waits on ev.
+	timerNear = 1
+)
+
+// timeouter is an internal timeout (see afterTimeout): its timedOut method
+// is called on the timer goroutine, under timers.mu, and must not block or
+// touch the timer set.
+type timeouter interface{ timedOut() }
+
+// timerEntry is one pending timer, or a free slot (gen == 0). 56 bytes.
+type timerEntry struct {
+	when int64          // deadline, in nanoseconds since the executor's epoch
+	cell *Cell          // the port's cell; nil for an internal timeout (msg is then its timeouter)
+	fn   unsafe.Pointer // the port's behaviour, erased
+	msg  any            // the message, or the timeouter; nil while free
+	coff uint32         // the port's cell offset inside the actor it was bound to
+	want uint32         // the port's state word: the incarnation it was bound to
+	gen  uint32         // pending: the generation handed to its Timer (never 0); free: 0
+	pos  int32          // pending: its index in the heap; free: the next free slot of its chunk, or -1
+}
+
+type timerChunk [timerChunkLen]timerEntry
+
+// chunkRef is one chunk of the slab and its allocation state.
+type chunkRef struct {
+	p    *timerChunk // nil once released
+	free int32       // head of the chunk's free list (slots freed since it was taken), or -1
+	used int32       // slots [used, timerChunkLen) have never been used since the chunk was taken: free, not listed
+	live int32       // pending timers in the chunk
+}
+
+func (r *chunkRef) hasRoom() bool { return r.p == nil || r.free >= 0 || r.used < timerChunkLen }
+
+// timers is an executor's timer set (see the top of this file).
 type timers struct {
+	// mu guards every field from here to the counters. Taken by add,
+	// Timer.Stop, the timer goroutine while it fires, and close.
 	mu sync.Mutex
+	// heap holds the slab indices of the pending timers, a 4-ary min-heap
+	// on their deadlines; each pending entry's pos is its index here.
+	heap   []int32
+	chunks []chunkRef
+	// hasRoom has bit i set when chunks[i] is released or has a free slot;
+	// bits at len(chunks) and beyond are 0. Every word below roomLow is 0.
+	hasRoom []uint64
+	roomLow int
+	spare   *timerChunk // an empty chunk kept for the next chunk taken, or nil
+	// period maps the slab index of each pending periodic timer to its
+	// period in nanoseconds; nil when there is none. periodPeak is its
+	// largest size since it was last reallocated.
+	period     map[int32]int64
+	periodPeak int
+	gen        uint32 // the last generation handed out (wraps, skipping 0)
+	// closed is set by close: no timer is added, and the goroutine exits.
+	closed bool
+	// wake (capacity 1), quit and done belong to the timer goroutine: all
+	// three are created by the first add, under mu, before it starts the
+	// goroutine. add posts to wake (never blocking) when a new timer
+	// becomes the heap's root; the goroutine receives from it while it
+	// sleeps, so a post made at any time after it looked at the heap wakes
+	// it. close closes quit, which the goroutine receives from, then waits
+	// for done, which the goroutine closes as it exits.
+	wake chan struct{}
+	quit chan struct{}
+	done chan struct{}
+	// ev is the goroutine's near-deadline sleep (KindFutex), initialised
+	// with the channels above. sleep is its state word, in the Event's
+	// protocol (see internal/event): the goroutine stores timerNear under
+	// mu before releasing it to wait, and 0 when the wait returns; add and
+	// close, under mu, CAS it timerNear -> 0 and then Wake ev. The futex
+	// compares the word in the kernel, so a CAS that precedes the wait
+	// makes the wait return at once: no wake-up is lost.
+	ev    event.Event
+	sleep atomic.Uint32
+
+	// pending counts message timers set and neither fired (one-shot),
+	// stopped nor dropped; fired counts deliveries made (every firing of a
+	// periodic timer); dead counts firings whose send failed (the port's
+	// incarnation had terminated, or the executor stopped) and timers
+	// dropped by close. Internal timeouts are not counted. Written (atomic
+	// adds) under mu; read by stats without it.
+	pending     atomic.Int64
+	fired, dead atomic.Uint64
 }
 
-// Timer is a handle on a pending timer; Stop cancels it. The zero Timer is
-// no timer.
+// Timer is a handle on a timer set by SendAfter or SendEvery: Stop cancels
+// it. It is a small value (16 bytes); copy it freely. The zero Timer is no
+// timer: its Stop returns false.
 type Timer struct {
-	t *time.Timer
+	ts  *timers
+	idx int32  // slab index of the entry
+	gen uint32 // the entry's generation when the timer was set
 }
 
-// Stop cancels the timer and reports whether it was still pending.
+// Stop cancels the timer and reports whether it was pending. When it returns
+// true, the timer delivers nothing after Stop returns (a periodic timer
+// included); when it returns false, the timer had already fired (a one-shot
+// timer: its message was delivered, or counted dead), had been stopped, was
+// cancelled because its actor had terminated (a periodic timer), or was
+// dropped when its system stopped. A Timer's slot may be reused by a later
+// timer: Stop on the old handle does nothing to it. Stop never blocks for
+// long (it waits, at most, for the timer goroutine to fire a small batch) and
+// may be called from any goroutine, behaviours included.
 func (t Timer) Stop() bool {
-	if t.t == nil {
+	ts := t.ts
+	if ts == nil {
 		return false
 	}
-	return t.t.Stop()
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ci := int(t.idx >> timerChunkShift)
+	if ci >= len(ts.chunks) || ts.chunks[ci].p == nil {
+		return false
+	}
+	en := &ts.chunks[ci].p[t.idx&timerChunkMask]
+	if en.gen != t.gen {
+		return false
+	}
+	if en.cell != nil {
+		ts.pending.Add(-1)
+	}
+	ts.removeAt(int(en.pos))
+	ts.free(t.idx)
+	return true
 }
 
-// afterTimeout calls f.timedOut after d, unless the returned Timer is
-// stopped first.
-func (e *Executor) afterTimeout(d time.Duration, f interface{ timedOut() }) Timer {
-	return Timer{t: time.AfterFunc(d, f.timedOut)}
+// SendAfter sends msg through p once d has passed, unless the returned
+// Timer is stopped first. The message is delivered as by p.Send at that time,
+// from the executor's timer goroutine: if the port's incarnation has
+// terminated by then, or the system has stopped, nothing is delivered and
+// the firing is counted dead (Stats.TimersDead). The message belongs to the
+// timer until it fires, then to the receiving behaviour, as with Send.
+// Timers with equal deadlines fire in no particular order. With d <= 0 it
+// sends at once (p.Send) and returns the zero Timer.
+//
+// Errors: ErrNotSpawned (a zero Port), ErrTerminated (the port's
+// incarnation has terminated), ErrStopped (its system has stopped or is
+// stopping).
+func SendAfter[M any](p Port[M], d time.Duration, msg M) (Timer, error) {
+	if p.cell == nil {
+		return Timer{}, ErrNotSpawned
+	}
+	if d <= 0 {
+		return Timer{}, p.Send(msg)
+	}
+	return schedule(p.cell, p.fn, p.coff, p.want, d, 0, msg)
+}
+
+// SendEvery sends msg through p every period, first after one period,
+// until the returned Timer is stopped, the port's incarnation terminates
+// (the first firing that finds it terminated is counted dead and cancels
+// the timer) or the system stops.
+//
+// It sends the same message every time, so the message must be safe to be
+// delivered repeatedly: the receiving behaviour must not set Delete or
+// Destroy on it, nor send it on, and should treat it as read-only (two
+// deliveries can be queued at once when the actor is slower than the
+// period). A firing that comes late (a loaded system) is delivered once,
+// and the periods missed meanwhile are skipped, not queued: the next firing
+// is at the first deadline of the original schedule that is still ahead.
+//
+// Errors: ErrBadPeriod (period <= 0), and SendAfter's.
+func SendEvery[M any](p Port[M], period time.Duration, msg M) (Timer, error) {
+	if period <= 0 {
+		return Timer{}, ErrBadPeriod
+	}
+	if p.cell == nil {
+		return Timer{}, ErrNotSpawned
+	}
+	return schedule(p.cell, p.fn, p.coff, p.want, period, period, msg)
+}
+
+// schedule checks the port's incarnation and sets a message timer for it.
+func schedule(c *Cell, fn unsafe.Pointer, coff, want uint32, d, period time.Duration, msg any) (Timer, error) {
+	if st := c.state.Load(); st != want {
+		if st&^cellKindMask != want&^cellKindMask {
+			return Timer{}, ErrTerminated // a later incarnation: the port's has ended
+		}
+		return Timer{}, stateErr(st)
+	}
+	e := c.exec.Load()
+	return e.timers.add(e, d, int64(period), c, fn, coff, want, msg)
+}
+
+// afterTimeout calls f.timedOut on the timer goroutine once d has passed,
+// unless the returned Timer is stopped first. f.timedOut must not block. If
+// the executor has stopped, it sets nothing and returns the zero Timer. An
+// internal timeout still pending when the executor stops is dropped without
+// being called.
+func (e *Executor) afterTimeout(d time.Duration, f timeouter) Timer {
+	t, _ := e.timers.add(e, d, 0, nil, nil, 0, 0, f)
+	return t
 }
 
 // stats returns the pending, fired and dead timer counts.
-func (ts *timers) stats() (pending int64, fired, dead uint64) { return 0, 0, 0 }
+func (ts *timers) stats() (pending int64, fired, dead uint64) {
+	return ts.pending.Load(), ts.fired.Load(), ts.dead.Load()
+}
+
+// now is the executor's clock: nanoseconds since its epoch (monotonic).
+func (e *Executor) now() int64 { return int64(time.Since(e.epoch)) }
+
+// addSat returns a+b (b >= 0), saturated at math.MaxInt64.
+func addSat(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// add sets a timer due d from now: a message timer for the port (c, fn,
+// coff, want), periodic if period > 0, or, with c nil, an internal timeout
+// whose msg is its timeouter. It fails with ErrStopped once the executor is
+// shutting down.
+func (ts *timers) add(e *Executor, d time.Duration, period int64, c *Cell, fn unsafe.Pointer, coff, want uint32, msg any) (Timer, error) {
+	when := addSat(e.now(), max(int64(d), 0))
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.closed || e.shutdown.Load() {
+		return Timer{}, ErrStopped
+	}
+	if ts.quit == nil { // the first timer: start the goroutine
+		ts.wake = make(chan struct{}, 1)
+		ts.quit = make(chan struct{})
+		ts.done = make(chan struct{})
+		ts.ev.Init(event.KindFutex)
+		go ts.run(e, ts.wake, ts.quit, ts.done)
+	}
+	i := ts.alloc()
+	ts.gen++
+	if ts.gen == 0 {
+		ts.gen = 1
+	}
+	en := ts.at(i)
+	*en = timerEntry{when: when, cell: c, fn: fn, msg: msg, coff: coff, want: want, gen: ts.gen, pos: int32(len(ts.heap))}
+	ts.heap = append(ts.heap, i)
+	ts.up(len(ts.heap) - 1)
+	if period > 0 {
+		if ts.period == nil {
+			ts.period = make(map[int32]int64)
+		}
+		ts.period[i] = period
+		ts.periodPeak = max(ts.periodPeak, len(ts.period))
+	}
+	if c != nil {
+		ts.pending.Add(1)
+	}
+	if en.pos == 0 {
+		ts.wakeUp()
+	}
+	return Timer{ts: ts, idx: i, gen: ts.gen}, nil
+}
+
+// close stops the timer goroutine (waiting for it to exit) and drops every
+// pending timer, releasing all the set's memory. Dropped message timers are
+// counted dead (they can never deliver: the system has stopped); dropped
+// internal timeouts are not called. Later adds fail with ErrStopped and
+// Timer.Stop returns false. Called once by Stop, after the workers have
+// exited; calling it again does nothing.
+func (ts *timers) close() {
+	ts.mu.Lock()
+	if ts.closed {
+		ts.mu.Unlock()
+		return
+	}
+	ts.closed = true
+	var n int64
+	for _, i := range ts.heap {
+		if ts.at(i).cell != nil {
+			n++
+		}
+	}
+	ts.pending.Add(-n)
+	ts.dead.Add(uint64(n))
+	ts.heap, ts.chunks, ts.hasRoom, ts.roomLow, ts.spare = nil, nil, nil, 0, nil
+	ts.period, ts.periodPeak = nil, 0
+	quit, done := ts.quit, ts.done
+	if quit != nil {
+		ts.wakeUp()
+	}
+	ts.mu.Unlock()
+	if quit != nil {
+		close(quit)
+		<-done
+	}
+}
+
+// wakeUp wakes the timer goroutine, from either sleep. Called with mu held,
+// once the goroutine exists.
+func (ts *timers) wakeUp() {
+	if ts.sleep.CompareAndSwap(timerNear, 0) {
+		ts.ev.Wake(&ts.sleep)
+		return
+	}
+	select {
+	case ts.wake <- struct{}{}:
+	default: // a wake-up is posted already
+	}
+}
+
+// run is the timer goroutine: it fires due timers, then sleeps until the
+// earliest deadline (on tm until nearWindow before it, then on ev), a
+// wake-up from add, or quit.
+func (ts *timers) run(e *Executor, wake, quit <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	tm := time.NewTimer(time.Hour)
+	defer tm.Stop()
+	tm.Stop()
+	for {
+		ts.mu.Lock()
+		if ts.closed {
+			ts.mu.Unlock()
+			return
+		}
+		now := e.now()
+		next, more := ts.fire(now)
+		wait := next - now
+		// Wait in the kernel only with another processor to run the
+		// goroutines readied meanwhile (the worker just woken by a send,
+		// say): the waiting thread keeps its processor in the system call
+		// until the runtime's monitor retakes it.
+		precise := !more && next != noDeadline && runtime.GOMAXPROCS(0) > 1
+		near := precise && wait <= int64(nearWindow)
+		if near {
+			ts.sleep.Store(timerNear)
+		}
+		ts.mu.Unlock()
+		if more {
+			continue // a batch was fired and more timers are due
+		}
+		if near {
+			ts.ev.Wait(&ts.sleep, timerNear, time.Duration(wait))
+			ts.sleep.Store(0)
+			continue
+		}
+		var tc <-chan time.Time
+		if next != noDeadline {
+			if precise {
+				wait -= int64(nearWindow) // then wait for the rest on ev
+			}
+			// Since Go 1.23 Reset discards a value the timer may have
+			// sent and nobody received: tc never delivers a stale tick.
+			tm.Reset(time.Duration(wait))
+			tc = tm.C
+		}
+		select {
+		case <-tc:
+		case <-wake:
+		case <-quit:
+			return
+		}
+	}
+}
+
+// fire fires the timers due at now, at most fireBatch of them. It returns
+// the earliest deadline left (noDeadline if none) and whether timers due at
+// now are left. Called by the timer goroutine with mu held.
+func (ts *timers) fire(now int64) (next int64, more bool) {
+	for n := 0; len(ts.heap) > 0; n++ {
+		i := ts.heap[0]
+		en := ts.at(i)
+		if en.when > now {
+			return en.when, false
+		}
+		if n == fireBatch {
+			return 0, true
+		}
+		if en.cell == nil {
+			f := en.msg.(timeouter)
+			ts.removeAt(0)
+			ts.free(i)
+			f.timedOut()
+			continue
+		}
+		err := send(en.cell, uintptr(en.coff), math.MaxUint32, en.want, en.fn, en.msg)
+		if err == nil {
+			ts.fired.Add(1)
+		} else {
+			ts.dead.Add(1)
+		}
+		if err == nil && ts.period != nil {
+			if p, ok := ts.period[i]; ok {
+				// The next deadline of the schedule that is after now:
+				// missed periods are skipped.
+				w := addSat(en.when, p)
+				if w <= now {
+					w = addSat(w, ((now-w)/p+1)*p)
+				}
+				en.when = w
+				ts.down(0)
+				continue
+			}
+		}
+		ts.pending.Add(-1)
+		ts.removeAt(0)
+		ts.free(i)
+	}
+	return noDeadline, false
+}
+
+// at returns the entry at slab index i, which must be in a live chunk.
+func (ts *timers) at(i int32) *timerEntry {
+	return &ts.chunks[i>>timerChunkShift].p[i&timerChunkMask]
+}
+
+// The 4-ary heap. Every move stores the entry's new heap index in its pos.
+
+func (ts *timers) up(k int) {
+	h := ts.heap
+	x := h[k]
+	w := ts.at(x).when
+	for k > 0 {
+		p := (k - 1) / 4
+		if ts.at(h[p]).when <= w {
+			break
+		}
+		h[k] = h[p]
+		ts.at(h[k]).pos = int32(k)
+		k = p
+	}
+	h[k] = x
+	ts.at(x).pos = int32(k)
+}
+
+func (ts *timers) down(k int) {
+	h := ts.heap
+	n := len(h)
+	x := h[k]
+	w := ts.at(x).when
+	for {
+		c := 4*k + 1
+		if c >= n {
+			break
+		}
+		best, bw := c, ts.at(h[c]).when
+		for j := c + 1; j < c+4 && j < n; j++ {
+			if jw := ts.at(h[j]).when; jw < bw {
+				best, bw = j, jw
+			}
+		}
+		if bw >= w {
+			break
+		}
+		h[k] = h[best]
+		ts.at(h[k]).pos = int32(k)
+		k = best
+	}
+	h[k] = x
+	ts.at(x).pos = int32(k)
+}
+
+// removeAt removes the heap's element at index k, and reallocates the heap
+// smaller when it has fallen to a quarter of its capacity.
+func (ts *timers) removeAt(k int) {
+	last := len(ts.heap) - 1
+	if k != last {
+		ts.heap[k] = ts.heap[last]
+		ts.at(ts.heap[k]).pos = int32(k)
+	}
+	ts.heap = ts.heap[:last]
+	if k < last {
+		ts.down(k)
+		ts.up(k)
+	}
+	if c := cap(ts.heap); c > minShrinkCap && len(ts.heap) < c/4 {
+		h := make([]int32, len(ts.heap), max(2*len(ts.heap), minShrinkCap))
+		copy(h, ts.heap)
+		ts.heap = h
+	}
+}
+
+// alloc takes a free slot in the lowest chunk that has one (taking a chunk
+// if needed) and returns its slab index. The slot is free (zero but for pos).
+func (ts *timers) alloc() int32 {
+	ci := ts.roomChunk()
+	if ci == len(ts.chunks) {
+		if ci >= math.MaxInt32>>timerChunkShift {
+			panic("executor: too many pending timers")
+		}
+		ts.chunks = append(ts.chunks, chunkRef{})
+		if ci>>6 == len(ts.hasRoom) {
+			ts.hasRoom = append(ts.hasRoom, 0)
+		}
+		ts.setRoom(ci)
+	}
+	r := &ts.chunks[ci]
+	if r.p == nil {
+		r.p, ts.spare = ts.spare, nil
+		if r.p == nil {
+			r.p = new(timerChunk)
+		}
+		r.free, r.used, r.live = -1, 0, 0
+	}
+	var k int32
+	if r.free >= 0 {
+		k = r.free
+		r.free = r.p[k].pos
+	} else {
+		k = r.used
+		r.used++
+	}
+	r.live++
+	if !r.hasRoom() {
+		ts.hasRoom[ci>>6] &^= 1 << (ci & 63)
+	}
+	return int32(ci<<timerChunkShift) | k
+}
+
+// free clears the entry at slab index i (dropping its references) and
+// returns its slot; a chunk left empty is released, and the slab's lists
+// shrink.
+func (ts *timers) free(i int32) {
+	ci, k := int(i>>timerChunkShift), i&timerChunkMask
+	r := &ts.chunks[ci]
+	r.p[k] = timerEntry{pos: r.free}
+	r.free = k
+	r.live--
+	ts.setRoom(ci)
+	if ts.period != nil {
+		if _, ok := ts.period[i]; ok {
+			delete(ts.period, i)
+			ts.shrinkPeriods()
+		}
+	}
+	if r.live > 0 {
+		return
+	}
+	// Release the empty chunk. Its entries are all clear (gen 0, no
+	// references): it can serve as the spare as it is.
+	if ts.spare == nil {
+		ts.spare = r.p
+	}
+	r.p = nil
+	n := len(ts.chunks)
+	for n > 0 && ts.chunks[n-1].p == nil {
+		n--
+		ts.hasRoom[n>>6] &^= 1 << (n & 63)
+	}
+	if n == len(ts.chunks) {
+		return
+	}
+	ts.chunks = ts.chunks[:n]
+	words := (n + 63) >> 6
+	ts.hasRoom = ts.hasRoom[:words]
+	ts.roomLow = min(ts.roomLow, words)
+	if c := cap(ts.chunks); c > minShrinkCap && n < c/4 {
+		ts.chunks = append(make([]chunkRef, 0, max(2*n, minShrinkCap)), ts.chunks...)
+		ts.hasRoom = append(make([]uint64, 0, (max(2*n, minShrinkCap)+63)>>6), ts.hasRoom...)
+	}
+}
+
+// shrinkPeriods drops or reallocates the period map once it has fallen to a
+// quarter of its peak size (a Go map does not shrink by itself).
+func (ts *timers) shrinkPeriods() {
+	switch n := len(ts.period); {
+	case n == 0:
+		ts.period, ts.periodPeak = nil, 0
+	case ts.periodPeak > 64 && n < ts.periodPeak/4:
+		m := make(map[int32]int64, n)
+		for k, v := range ts.period {
+			m[k] = v
+		}
+		ts.period, ts.periodPeak = m, n
+	}
+}
+
+// setRoom marks chunk ci as having room.
+func (ts *timers) setRoom(ci int) {
+	ts.hasRoom[ci>>6] |= 1 << (ci & 63)
+	ts.roomLow = min(ts.roomLow, ci>>6)
+}
+
+// roomChunk returns the lowest chunk with room (released, or with a free
+// slot), or len(chunks) if there is none.
+func (ts *timers) roomChunk() int {
+	for w := ts.roomLow; w < len(ts.hasRoom); w++ {
+		if x := ts.hasRoom[w]; x != 0 {
+			ts.roomLow = w
+			return w<<6 + bits.TrailingZeros64(x)
+		}
+	}
+	ts.roomLow = len(ts.hasRoom)
+	return len(ts.chunks)
+}

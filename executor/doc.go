@@ -54,7 +54,8 @@
 // (a worker's life and loop), scan.go (passes and gulps), deliver.go
 // (behaviours, statuses, termination, panics), park.go (spinning, parking
 // and the wake-up protocol, stated once there), steal.go (the stealing
-// policy), identity.go (which goroutine is which worker), stop.go and
-// stats.go. Every atomic variable documents, where it is declared, who
+// policy), identity.go (which goroutine is which worker), port.go and
+// ask.go (ports, request/reply), timer.go (timers), async.go (Go), stop.go
+// and stats.go. Every atomic variable documents, where it is declared, who
 // writes it, who reads it and what it pairs with.
 package executor

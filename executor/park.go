@@ -128,10 +128,11 @@ func (w *worker) park() {
 // The watcher. Workers sleep until woken. So that mailboxes stuck behind a
 // long behaviour are stolen even when every other worker sleeps (a stuck
 // worker cannot wake a thief itself), one goroutine per executor (with
-// stealing on and Config.ParkTimeout > 0) wakes one sleeping worker every
-// ParkTimeout while some worker is awake and some sleep, doubling the
-// interval after each such wake up to ParkTimeoutMax; the woken worker
-// spins and steals what has aged, then parks again. While every worker
+// stealing on and Config.ParkTimeout > 0) looks every ParkTimeout, while
+// some worker is awake, for a worker still inside the same mailbox visit
+// as at its previous look, and if it finds one wakes one sleeping worker;
+// the interval doubles after each look up to ParkTimeoutMax. The woken
+// worker spins and steals what has aged, then parks again. While every worker
 // sleeps, the watcher sleeps too, without a timer, until the first worker
 // to leave the parked state kicks it (leftPark): an idle system makes no
 // wake-ups at all, whatever its number of workers and queues.
@@ -156,6 +157,7 @@ func (e *Executor) watch() {
 	t := time.NewTimer(interval)
 	defer t.Stop()
 	next := 0 // the worker to try first: round-robin
+	seen := make([]uint64, len(e.workers))
 	for !e.shutdown.Load() {
 		select {
 		case <-e.watchKick:
@@ -171,7 +173,18 @@ func (e *Executor) watch() {
 			// without a timer (the loop's select, timer stopped).
 			continue
 		}
-		if n > 0 {
+		// A worker is stuck if it has been inside the same visit since
+		// the previous tick (at least ParkTimeout ago). Busy workers
+		// that are not stuck wake thieves themselves (see pass).
+		stuck := false
+		for i, w := range e.workers {
+			s := w.batchSeq.Load() & 0xffffffff
+			if s&1 == 1 && s == seen[i] {
+				stuck = true
+			}
+			seen[i] = s
+		}
+		if stuck && n > 0 {
 			for k := range e.workers {
 				w := e.workers[(next+k)%len(e.workers)]
 				if w.state.Load() != workerParked {

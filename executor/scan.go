@@ -76,8 +76,10 @@ func (w *worker) pass() bool {
 // refilled meanwhile (up to Config.Regulps times), then releases it.
 func (w *worker) processCurrent() {
 	e, mb := w.e, w.cur
+	w.seq++ // odd: inside a visit (see the watcher in park.go)
+	defer func() { w.seq++; w.batchSeq.Store(w.seq) }()
 	for {
-		w.gulpedNow.Store(int64(w.gulped))
+		w.batchSeq.Store(uint64(w.gulped)<<32 | w.seq&0xffffffff)
 		w.limit = w.gulped + e.cfg.LocalBatch
 		w.drain()
 		w.limit = 0

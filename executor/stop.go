@@ -98,7 +98,7 @@ func (e *Executor) runStop(ctx context.Context) error {
 		// and drops the rest of its batch then.
 		for _, w := range e.workers {
 			if w.state.Load() != workerExited {
-				stuck += int(w.gulpedNow.Load())
+				stuck += int(w.batchSeq.Load() >> 32)
 			}
 		}
 		errs = append(errs, fmt.Errorf("%w: a worker is still running a behaviour %v after the stop; it exits when the behaviour returns",

@@ -88,11 +88,15 @@ type worker struct {
 	pubMu    sync.Mutex
 	pub      WorkerStats
 	pubEpoch atomic.Uint64
-	// gulpedNow is the size of the batch the worker is draining (as
-	// gulped), for Stop to report a batch that a stuck behaviour holds.
-	// Written by the worker once per gulp, read by Stop after its grace
-	// period.
-	gulpedNow atomic.Int64
+	// batchSeq's low 32 bits are odd while the worker processes a mailbox
+	// (a visit, see processCurrent) and even between visits, and change at
+	// each: the watcher sees a worker stuck in a behaviour as the same odd
+	// value twice. Its high 32 bits are the size of the batch being drained
+	// (as gulped), for Stop to report the batch a stuck behaviour holds.
+	// Written by the worker at each gulp and at the end of each visit; read
+	// by the watcher and Stop. seq is the worker's own count.
+	batchSeq atomic.Uint64
+	seq      uint64
 }
 
 func newWorker(e *Executor, id, lo, hi int) *worker {

@@ -91,6 +91,13 @@ type Executor struct {
 	// watchDone is closed when the watcher exits.
 	watchKick chan struct{}
 	watchDone chan struct{}
+	// grown is set by a worker that drained a buffer grown above
+	// Config.QueueCapacity, and swapped back by reclaimIdle, which then
+	// gives back the grown mailbox buffers of an idle system.
+	grown atomic.Bool
+	// watchReset is set by a thief whose steal took work, and swapped back
+	// by the watcher, which then looks at its shortest interval again.
+	watchReset atomic.Bool
 
 	epoch    time.Time   // monotonic reference for thieves' clocks
 	shutdown atomic.Bool // workers exit; set by Stop after the stop decision

@@ -157,8 +157,9 @@ var testHookGrow func(*mailbox)
 
 // shrink gives back a grown buffer of an idle mailbox: if m is empty and not
 // being processed and its buffer's capacity is above floor, the buffer is
-// replaced by one of capacity floor. Called by the owner before it parks
-// (see worker.reclaim). The new array is allocated before taking the lock.
+// replaced by one of capacity floor. Called by the watcher in an idle
+// system (see reclaimIdle). The new array is allocated before taking the
+// lock.
 func (m *mailbox) shrink(floor int) bool {
 	arr := copyq.NewArray[envelope](floor)
 	w := m.lock()

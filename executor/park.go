@@ -60,9 +60,13 @@ import (
 // spinner visits before it parks.
 const spinVisitsPerPass = 32
 
-// maxSpinners is the number of workers that may spin at once: half of them
-// (at least one), as Go's scheduler bounds its spinning threads.
-func (e *Executor) maxSpinners() int32 { return int32(max(1, len(e.workers)/2)) }
+// maxSpinners is the number of workers that may spin at once: half of them,
+// as Go's scheduler bounds its spinning threads, but never fewer than two
+// (or all of them, if fewer), so that two workers handing messages back and
+// forth both stay awake between hand-offs.
+func (e *Executor) maxSpinners() int32 {
+	return int32(max(min(2, len(e.workers)), len(e.workers)/2))
+}
 
 // spinDone reports whether the worker, idle for idle passes that visited
 // visits slots, should stop spinning and park (after one last steal
@@ -131,11 +135,13 @@ func (w *worker) park() {
 // stealing on and Config.ParkTimeout > 0) looks every ParkTimeout, while
 // some worker is awake, for a worker still inside the same mailbox visit
 // as at its previous look, and if it finds one wakes one sleeping worker;
-// the interval doubles after each look up to ParkTimeoutMax. The woken
-// worker spins and steals what has aged, then parks again. While every worker
-// sleeps, the watcher sleeps too, without a timer, until the first worker
-// to leave the parked state kicks it (leftPark): an idle system makes no
-// wake-ups at all, whatever its number of workers and queues.
+// the interval doubles after each look that finds no stuck worker, up to
+// ParkTimeoutMax, and starts over when a thief takes work. The woken worker spins and steals what has
+// aged, then parks again. While every worker
+// sleeps, the watcher sleeps too, without a timer (after giving back grown
+// queue buffers once the idle has lasted ParkTimeoutMax), until the first
+// worker to leave the parked state kicks it (leftPark): an idle system makes
+// no wake-ups at all, whatever its number of workers and queues.
 
 // leftPark is called with the sleepers count just after a worker left the
 // parked state (every decrement of sleepers goes through it): if that made
@@ -158,21 +164,36 @@ func (e *Executor) watch() {
 	defer t.Stop()
 	next := 0 // the worker to try first: round-robin
 	seen := make([]uint64, len(e.workers))
+	var reclaimAt time.Time // when to give back grown buffers, if still idle
 	for !e.shutdown.Load() {
 		select {
 		case <-e.watchKick:
 			// Some worker is awake again after all slept: start over.
 			interval = first
+			reclaimAt = time.Time{}
 			t.Reset(interval)
 			continue
 		case <-t.C:
 		}
+		if e.watchReset.Swap(false) {
+			interval = first // a thief took work: look often again
+		}
 		n := e.sleepers.Load()
 		if n == int32(len(e.workers)) {
-			// Everyone sleeps: nothing can be stuck. Wait for a kick,
-			// without a timer (the loop's select, timer stopped).
+			// Everyone sleeps: nothing can be stuck. If buffers grew,
+			// give them back once the system has stayed idle for
+			// ParkTimeoutMax (a kick meanwhile restarts the wait); then
+			// wait for a kick without a timer.
+			if reclaimAt.IsZero() && e.grown.Load() {
+				reclaimAt = time.Now().Add(most)
+				t.Reset(most)
+			} else if !reclaimAt.IsZero() && !time.Now().Before(reclaimAt) {
+				e.reclaimIdle()
+				reclaimAt = time.Time{}
+			}
 			continue
 		}
+		reclaimAt = time.Time{}
 		// A worker is stuck if it has been inside the same visit since
 		// the previous tick (at least ParkTimeout ago). Busy workers
 		// that are not stuck wake thieves themselves (see pass).
@@ -183,6 +204,9 @@ func (e *Executor) watch() {
 				stuck = true
 			}
 			seen[i] = s
+		}
+		if stuck {
+			interval = first // look again soon while a worker is stuck
 		}
 		if stuck && n > 0 {
 			for k := range e.workers {
@@ -198,28 +222,39 @@ func (e *Executor) watch() {
 				w.watchWoken.Store(false)
 			}
 		}
-		interval = min(2*interval, most)
+		if !stuck {
+			interval = min(2*interval, most)
+		}
 		t.Reset(interval)
 	}
 }
 
-// reclaim gives back buffers grown by a burst before the worker parks: its
-// own spare buffer and those of its idle mailboxes shrink to the floor
-// (Config.QueueCapacity). It runs only if a grown buffer passed through
-// this worker since the last reclaim, so parking after ordinary traffic
-// costs nothing.
+// reclaimOwnAbove is the capacity above which a worker gives back its own
+// spare buffer before parking (see reclaim).
+const reclaimOwnAbove = 1024
+
+// reclaim gives back, before the worker parks, its own spare buffer if a
+// burst grew it past reclaimOwnAbove: the one buffer only this worker may
+// touch. Grown mailbox buffers are given back by the watcher once the whole
+// system has been idle for ParkTimeoutMax (see reclaimIdle), not at every
+// park: a busy system parks often, and would regrow them at once.
 func (w *worker) reclaim() {
-	if !w.grown {
-		return
-	}
-	w.grown = false
-	e := w.e
-	floor := e.cfg.QueueCapacity
-	if w.buf.Cap() > floor {
+	if floor := w.e.cfg.QueueCapacity; w.buf.Cap() > max(floor, reclaimOwnAbove) {
 		w.buf.Shrink(floor, copyq.NewArray[envelope](floor))
 	}
-	for i := w.lo; i < w.hi; i++ {
-		if mb := e.slots[i].Load(); mb != nil && mb.grown(floor) {
+}
+
+// reclaimIdle gives back every grown mailbox buffer (empty and not being
+// processed) of an idle system. Run by the watcher; without one (stealing
+// off, or a negative ParkTimeout) mailbox buffers shrink only by the copy
+// queue's own rule, as they are drained.
+func (e *Executor) reclaimIdle() {
+	if !e.grown.Swap(false) {
+		return
+	}
+	floor := e.cfg.QueueCapacity
+	for _, mb := range e.mailboxes {
+		if mb.queued() == 0 && mb.grown(floor) {
 			mb.shrink(floor)
 		}
 	}

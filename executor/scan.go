@@ -87,8 +87,8 @@ func (w *worker) processCurrent() {
 		if w.stats {
 			w.st.GulpSize.Observe(uint64(w.gulped))
 		}
-		if w.buf.Cap() > e.cfg.QueueCapacity {
-			w.grown = true // reclaim before parking (see reclaim)
+		if w.buf.Cap() > e.cfg.QueueCapacity && !e.grown.Load() {
+			e.grown.Store(true) // give back when idle (see reclaimIdle)
 		}
 		w.buf.Reset(e.cfg.QueueCapacity)
 		regulp := w.regulps < e.cfg.Regulps && !e.shutdown.Load()

@@ -211,6 +211,9 @@ func (w *worker) trySteal(i int, victimStuck bool) bool {
 		w.st.EmptySteals++
 	} else {
 		w.st.StealSize.Observe(uint64(n))
+		if e.watchKick != nil && !e.watchReset.Load() {
+			e.watchReset.Store(true)
+		}
 	}
 	// The mailbox we gave the victim may hold messages: if the victim
 	// sleeps, wake it (the sender's half of the protocol in park.go; the

@@ -58,7 +58,6 @@ type worker struct {
 	taken      *mailbox      // during steal: the mailbox the swap took from it
 	spawned    int           // actors this worker placed (PlaceLocal round-robin)
 	spinner    bool          // this worker holds one of the e.spinning places (see park.go)
-	grown      bool          // a buffer above the floor passed through here since the last reclaim
 	busyPasses uint          // passes that found work (see pass: the backlog check)
 	thiefWoken time.Duration // when this worker last woke a thief (see pass), since e.epoch
 	// cands are the candidates a thief is watching (see steal): each

@@ -197,3 +197,72 @@ func PingPongRequest(sys *actor.System, n int) error {
 // PingPongRequestChan is PingPongRequest with two goroutines doing
 // request/response over channels.
 func PingPongRequestChan(n int) { AskRoundTripChan(n) }
+
+// ---- blocking work with actor.Go ---------------------------------------------------
+//
+// An actor hands n jobs, one after the other, to actor.Go (each runs on its
+// own goroutine and comes back as a message); the goroutine version starts
+// a goroutine per job and receives its result on a channel. Measures what
+// running blocking work off the workers costs per job.
+
+type goActor struct {
+	actor.Actor
+	done actor.Port[*actor.Reply[int]]
+	left int
+	fin  chan error
+}
+
+type goStart struct{ actor.Message }
+
+func (a *goActor) onStart(*goStart) actor.Allocation { return a.next() }
+
+func (a *goActor) next() actor.Allocation {
+	n := a.left
+	if err := actor.Go(a.done, func() (int, error) { return n, nil }); err != nil {
+		a.fin <- err
+		return actor.Finished
+	}
+	return actor.Nodelete
+}
+
+func (a *goActor) onDone(r *actor.Reply[int]) actor.Allocation {
+	if r.Err != nil || r.Value != a.left {
+		a.fin <- r.Err
+		return actor.Finished
+	}
+	a.left--
+	if a.left == 0 {
+		a.fin <- nil
+		return actor.Finished
+	}
+	return a.next()
+}
+
+// GoJobs runs n jobs through actor.Go, one at a time, on sys, then stops it.
+func GoJobs(sys *actor.System, n int) error {
+	a, err := actor.Spawn(sys, &goActor{left: n, fin: make(chan error, 1)})
+	if err != nil {
+		return err
+	}
+	if a.done, err = actor.Bind(a, (*goActor).onDone); err != nil {
+		return err
+	}
+	if err := actor.Send(a, &goStart{}, (*goActor).onStart); err != nil {
+		return err
+	}
+	if err := <-a.fin; err != nil {
+		return err
+	}
+	return sys.Stop(context.Background())
+}
+
+// GoJobsChan is GoJobs with a goroutine per job and a channel for results.
+func GoJobsChan(n int) {
+	res := make(chan int, 1)
+	for i := n; i > 0; i-- {
+		go func() { res <- i }()
+		if <-res != i {
+			panic("wrong result")
+		}
+	}
+}

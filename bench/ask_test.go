@@ -89,3 +89,28 @@ func BenchmarkPingPongRequest(b *testing.B) {
 		PingPongRequestChan(b.N)
 	})
 }
+
+// BenchmarkGo: one op is one job run off the workers with actor.Go and
+// delivered back as a message, beside a goroutine per job with a channel.
+func BenchmarkGo(b *testing.B) {
+	b.Run("system=actord", func(b *testing.B) {
+		sys := startSystem(b)
+		b.ReportAllocs()
+		b.ResetTimer()
+		if err := GoJobs(sys, b.N); err != nil {
+			b.Fatal(err)
+		}
+	})
+	b.Run("system=chan", func(b *testing.B) {
+		b.ReportAllocs()
+		b.ResetTimer()
+		GoJobsChan(b.N)
+	})
+}
+
+func TestGoJobs(t *testing.T) {
+	if err := GoJobs(startSystemT(t), 500); err != nil {
+		t.Fatal(err)
+	}
+	GoJobsChan(500)
+}

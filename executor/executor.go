@@ -95,6 +95,9 @@ type Executor struct {
 	// Config.QueueCapacity, and swapped back by reclaimIdle, which then
 	// gives back the grown mailbox buffers of an idle system.
 	grown atomic.Bool
+	// reclaims counts the runs of reclaimIdle (for tests). Written by the
+	// watcher.
+	reclaims atomic.Uint64
 	// watchReset is set by a thief whose steal took work, and swapped back
 	// by the watcher, which then looks at its shortest interval again.
 	watchReset atomic.Bool

@@ -102,7 +102,6 @@ func (w *worker) stopSpinning() {
 func (w *worker) park() {
 	e := w.e
 	w.stopSpinning()
-	w.reclaim()
 	w.publish(e.statsEpoch.Load())        // Stats does not wait for sleepers: publish first
 	e.sleepers.Add(1)                     // S1
 	w.state.Store(workerParked)           // S2
@@ -127,6 +126,7 @@ func (w *worker) park() {
 	}
 	w.state.Store(workerRunning)
 	w.st.ParkedTime += time.Since(start)
+	w.reclaimOwn()
 }
 
 // The watcher. Workers sleep until woken. So that mailboxes stuck behind a
@@ -229,25 +229,14 @@ func (e *Executor) watch() {
 	}
 }
 
-// reclaimOwnAbove is the capacity above which a worker gives back its own
-// spare buffer before parking (see reclaim).
-const reclaimOwnAbove = 1024
-
-// reclaim gives back, before the worker parks, its own spare buffer if a
-// burst grew it past reclaimOwnAbove: the one buffer only this worker may
-// touch. Grown mailbox buffers are given back by the watcher once the whole
-// system has been idle for ParkTimeoutMax (see reclaimIdle), not at every
-// park: a busy system parks often, and would regrow them at once.
-func (w *worker) reclaim() {
-	if floor := w.e.cfg.QueueCapacity; w.buf.Cap() > max(floor, reclaimOwnAbove) {
-		w.buf.Shrink(floor, copyq.NewArray[envelope](floor))
-	}
-}
-
-// reclaimIdle gives back every grown mailbox buffer (empty and not being
-// processed) of an idle system. Run by the watcher; without one (stealing
-// off, or a negative ParkTimeout) mailbox buffers shrink only by the copy
-// queue's own rule, as they are drained.
+// reclaimIdle gives back the buffers a burst grew, in a system that has
+// been idle for ParkTimeoutMax: every grown mailbox buffer (empty and not
+// being processed), and each worker's own spare buffer, which only its
+// worker may touch: the watcher wakes each sleeping worker once with a
+// request to shrink it (see reclaimOwn). Run by the watcher; without one
+// (stealing off, or a negative ParkTimeout) buffers shrink only by the copy
+// queue's own rule, as they are drained. Not done at every park: a busy
+// system parks often, and would regrow them at once.
 func (e *Executor) reclaimIdle() {
 	if !e.grown.Swap(false) {
 		return
@@ -257,6 +246,22 @@ func (e *Executor) reclaimIdle() {
 		if mb.queued() == 0 && mb.grown(floor) {
 			mb.shrink(floor)
 		}
+	}
+	for _, w := range e.workers {
+		w.reclaimReq.Store(true)
+		w.wake()
+	}
+	e.reclaims.Add(1)
+}
+
+// reclaimOwn shrinks the worker's spare buffer if the watcher asked for it
+// (see reclaimIdle). Called by the worker when it leaves park.
+func (w *worker) reclaimOwn() {
+	if !w.reclaimReq.Swap(false) {
+		return
+	}
+	if floor := w.e.cfg.QueueCapacity; w.buf.Cap() > floor {
+		w.buf.Shrink(floor, copyq.NewArray[envelope](floor))
 	}
 }
 

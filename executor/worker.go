@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/actord/actord/internal/affinity"
 	"github.com/actord/actord/internal/copyq"
@@ -54,12 +55,16 @@ type worker struct {
 	endingInc  uint32
 	endingObj  any
 	inMsgHook  bool
-	given      *mailbox      // during steal: the mailbox the swap gave the victim
-	taken      *mailbox      // during steal: the mailbox the swap took from it
-	spawned    int           // actors this worker placed (PlaceLocal round-robin)
-	spinner    bool          // this worker holds one of the e.spinning places (see park.go)
-	busyPasses uint          // passes that found work (see pass: the backlog check)
-	thiefWoken time.Duration // when this worker last woke a thief (see pass), since e.epoch
+	given      *mailbox // during steal: the mailbox the swap gave the victim
+	taken      *mailbox // during steal: the mailbox the swap took from it
+	spawned    int      // actors this worker placed (PlaceLocal round-robin)
+	spinner    bool     // this worker holds one of the e.spinning places (see park.go)
+	busyPasses uint     // passes that found work (see pass: the backlog check)
+	// lastMsgType and lastIsReq cache mayBeRequest's answer for the last
+	// message type it saw (the type word of the message interface).
+	lastMsgType unsafe.Pointer
+	lastIsReq   bool
+	thiefWoken  time.Duration // when this worker last woke a thief (see pass), since e.epoch
 	// cands are the candidates a thief is watching (see steal): each
 	// mailbox with its word when first seen, and when.
 	cands []candidate
@@ -80,6 +85,10 @@ type worker struct {
 	// (and cleared by it if the wake failed); swapped back by the worker
 	// when it wakes, to count the wake-up as a timeout.
 	watchWoken atomic.Bool
+	// reclaimReq is set by the watcher before it wakes the worker to give
+	// back its grown spare buffer, and swapped back by the worker when it
+	// wakes (see reclaimIdle, reclaimOwn).
+	reclaimReq atomic.Bool
 	ev         event.Event
 	_          cpu.CacheLinePad
 	// pub is the latest published copy of st, guarded by pubMu; pubEpoch is

@@ -25,7 +25,8 @@ const (
 	wordClosed     = 1 << 2 // the executor has stopped: pushes fail
 	wordSeqShift   = 3      // bits 3..10: gulp sequence, mod 256
 	wordSeqMask    = 0xff << wordSeqShift
-	wordLenShift   = 11 // bits 11..63: number of envelopes in buf
+	wordGrowing    = 1 << 11 // a pusher is allocating a larger buf (see push)
+	wordLenShift   = 12      // bits 12..63: number of envelopes in buf
 	wordLenOne     = 1 << wordLenShift
 )
 
@@ -121,17 +122,29 @@ func (m *mailbox) unlock(w uint64) { m.word.Store(w) }
 // when the mailbox is closed.
 //
 // The lock is never held across an allocation: when the buffer is full, the
-// pusher releases the lock, allocates the doubled array, takes the lock
-// again and hands the array over (unless the buffer changed meanwhile: a
-// gulp swapped in an emptier one, or another pusher grew it, in which case
-// the array is dropped and the test repeats). A pusher preempted or
-// assisting the garbage collector in the allocation thus never keeps other
-// pushers or the worker spinning.
+// pusher sets wordGrowing, releases the lock, allocates the doubled array,
+// takes the lock again, hands the array over (unless a gulp swapped in an
+// emptier buffer meanwhile: then the array is dropped) and clears
+// wordGrowing. Other pushers that find the buffer full while wordGrowing is
+// set wait for it to clear instead of allocating too; gulps go on. A pusher
+// preempted or assisting the garbage collector in the allocation thus never
+// keeps the worker spinning on the lock.
 func (m *mailbox) push(c *Cell, fn unsafe.Pointer, msg any, coff, want uint32) bool {
 	w := m.lock()
 	for w&wordClosed == 0 && m.buf.Full() {
+		if w&wordGrowing != 0 {
+			// Another pusher is allocating: wait for it (or for a gulp
+			// that swaps in an emptier buffer) rather than allocate too.
+			m.unlock(w)
+			var b spin.Backoff
+			for m.word.Load()&wordGrowing != 0 {
+				b.Pause()
+			}
+			w = m.lock()
+			continue
+		}
 		need := m.buf.GrowCap()
-		m.unlock(w)
+		m.unlock(w | wordGrowing)
 		if testHookGrow != nil {
 			testHookGrow(m)
 		}
@@ -140,6 +153,7 @@ func (m *mailbox) push(c *Cell, fn unsafe.Pointer, msg any, coff, want uint32) b
 		if m.buf.Full() {
 			m.buf.Adopt(arr)
 		}
+		w &^= wordGrowing
 	}
 	if w&wordClosed != 0 {
 		m.unlock(w)

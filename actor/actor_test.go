@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/actord/actord/actortest"
 	"os"
 	"runtime"
 	"strings"
@@ -426,7 +427,7 @@ func TestSendFromBehaviourToOtherSystem(t *testing.T) {
 func TestStealingOptions(t *testing.T) {
 	for _, h := range []stealing.Heuristic{stealing.None, stealing.Random, stealing.LongestVictim} {
 		sys := start(t, actor.WithStealing(h), actor.WithWorkers(3))
-		assert.Equal(t, h, mustConfig(sys).Steal)
+		assert.Equal(t, h, actortest.MustConfig(sys).Steal)
 		stop(t, sys)
 	}
 }
@@ -438,7 +439,7 @@ func TestStatsCountWork(t *testing.T) {
 		require.NoError(t, actor.Send(r, &num{v: i}, (*recorder).onNum))
 	}
 	stop(t, sys)
-	st := mustStats(sys)
+	st := actortest.MustStats(sys)
 	tot := st.Total()
 	assert.Equal(t, uint64(1), tot.ActorsCreated)
 	assert.Equal(t, uint64(1), tot.ActorsTerminated)
@@ -464,7 +465,7 @@ func TestSendWakesParkedWorkers(t *testing.T) {
 	for i := 0; i < 300; i++ {
 		// Wait until all workers are parked before each send.
 		deadline := time.Now().Add(5 * time.Second)
-		for mustStats(sys).ParkedWorkers < 4 && time.Now().Before(deadline) {
+		for actortest.MustStats(sys).ParkedWorkers < 4 && time.Now().Before(deadline) {
 			time.Sleep(50 * time.Microsecond)
 		}
 		require.NoError(t, actor.Send(r, &num{v: i}, (*recorder).onNum))
@@ -474,11 +475,11 @@ func TestSendWakesParkedWorkers(t *testing.T) {
 	}
 	stop(t, sys)
 	require.Len(t, r.got, 300)
-	assert.NotZero(t, mustStats(sys).Total().WakeupsBySender)
+	assert.NotZero(t, actortest.MustStats(sys).Total().WakeupsBySender)
 }
 
 func delivered(sys *actor.System, n uint64) bool {
-	st := mustStats(sys)
+	st := actortest.MustStats(sys)
 	t := st.Total()
 	return t.MessagesProcessed() >= n
 }

@@ -3,6 +3,7 @@ package actor_test
 import (
 	"context"
 	"fmt"
+	"github.com/actord/actord/actortest"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -349,7 +350,7 @@ func runProgram(t *testing.T, p program) {
 			}
 		}
 	}
-	st := mustStats(sys)
+	st := actortest.MustStats(sys)
 	tot := st.Total()
 	total := 0
 	for _, v := range r.expect {

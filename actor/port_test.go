@@ -3,6 +3,7 @@ package actor_test
 import (
 	"context"
 	"errors"
+	"github.com/actord/actord/actortest"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -103,10 +104,10 @@ func TestAskErrors(t *testing.T) {
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	close(a.hold)
 	deadline := time.Now().Add(10 * time.Second)
-	for mustStats(sys).LateReplies == 0 && time.Now().Before(deadline) {
+	for actortest.MustStats(sys).LateReplies == 0 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	st := mustStats(sys)
+	st := actortest.MustStats(sys)
 	assert.Equal(t, uint64(1), st.LateReplies)
 	assert.Equal(t, uint64(1), st.AsksTimedOut)
 
@@ -126,7 +127,7 @@ func TestAskErrors(t *testing.T) {
 	assert.ErrorIs(t, err, actor.ErrTerminated)
 	require.NoError(t, actor.SendPill(r, actor.FinishedMsg))
 	stop(t, sys)
-	assert.Zero(t, mustStats(sys).AsksPending)
+	assert.Zero(t, actortest.MustStats(sys).AsksPending)
 }
 
 // replier reports what Reply returned.
@@ -192,7 +193,7 @@ func TestAskAsyncFromBehaviour(t *testing.T) {
 	require.NoError(t, actor.SendPill(acct, actor.FinishedMsg))
 	require.NoError(t, actor.SendPill(a, actor.FinishedMsg))
 	stop(t, sys)
-	st := mustStats(sys)
+	st := actortest.MustStats(sys)
 	assert.Equal(t, uint64(1), st.LateReplies)
 	assert.Zero(t, st.AsksPending)
 }
@@ -257,7 +258,7 @@ func TestAskStress(t *testing.T) {
 			t.Fatal("an ask hung")
 		}
 		assert.Equal(t, int64(askers*200), replies.Load()+failures.Load())
-		assert.Zero(t, mustStats(sys).AsksPending)
+		assert.Zero(t, actortest.MustStats(sys).AsksPending)
 	}
 }
 

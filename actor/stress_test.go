@@ -3,6 +3,7 @@ package actor_test
 import (
 	"context"
 	"fmt"
+	"github.com/actord/actord/actortest"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -140,7 +141,7 @@ func runStress(t *testing.T, sc stressConfig) {
 			require.Equal(t, a.sentTo[b.id], b.lastSeq[h.externals+a.id], "actor %d -> %d", a.id, b.id)
 		}
 	}
-	st := mustStats(sys)
+	st := actortest.MustStats(sys)
 	tot := st.Total()
 	require.Equal(t, uint64(h.sent.Load()+int64(sc.actors)), st.MessagesSent, "sends counted (pills included)")
 	require.Equal(t, st.MessagesSent, tot.MessagesProcessed(), "every sent message processed exactly once")

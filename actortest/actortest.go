@@ -245,3 +245,23 @@ func (r *runner) Fatalf(format string, args ...any) {
 	r.Errorf(format, args...)
 	runtime.Goexit()
 }
+
+// MustStats returns sys's statistics, for tests and benchmarks of a system
+// known to be started; it panics if sys is not (ErrNotStarted).
+func MustStats(sys *actor.System) executor.Stats {
+	st, err := sys.Stats()
+	if err != nil {
+		panic(err)
+	}
+	return st
+}
+
+// MustConfig returns sys's resolved configuration, for tests and benchmarks
+// of a system known to be started; it panics if sys is not.
+func MustConfig(sys *actor.System) executor.Config {
+	cfg, err := sys.Config()
+	if err != nil {
+		panic(err)
+	}
+	return cfg
+}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"github.com/actord/actord/actortest"
 
 	"github.com/actord/actord/actor"
 )
@@ -59,7 +60,7 @@ func BalanceMulti(sys *actor.System, sz BalanceSize) error {
 }
 
 func balance(sys *actor.System, sz BalanceSize, loaded func(worker int) bool) error {
-	cfg := mustConfig(sys)
+	cfg := actortest.MustConfig(sys)
 	queueWorker := func(q int) int {
 		// Worker w owns queues [w*Q/W, (w+1)*Q/W), as the executor assigns them.
 		for w := 0; w < cfg.Workers; w++ {

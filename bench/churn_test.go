@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"github.com/actord/actord/actortest"
 	"runtime"
 	"slices"
 	"testing"
@@ -36,7 +37,7 @@ func TestChurn(t *testing.T) {
 			checkChurn(t, sz, r)
 			// Each wake answers exactly one arrival: nothing is in flight at the end.
 			require.Equal(t, r.Ops, r.Arrivals)
-			require.Equal(t, mustStats(sys).MessagesSent, uint64(r.Messages))
+			require.Equal(t, actortest.MustStats(sys).MessagesSent, uint64(r.Messages))
 			require.Equal(t, sz.Clients+sz.Spots+2*r.Ops, r.Messages)
 
 			checkChurn(t, sz, ChurnChan(sz))

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"github.com/actord/actord/actortest"
 	"runtime"
 	"testing"
 
@@ -21,7 +22,7 @@ func TestCycle(t *testing.T) {
 			sys := start(t, actor.WithWorkers(2))
 			actors, err := cycle(sys, sz)
 			require.NoError(t, err)
-			require.Equal(t, uint64(sz.Messages()), mustStats(sys).MessagesSent)
+			require.Equal(t, uint64(sz.Messages()), actortest.MustStats(sys).MessagesSent)
 			for k := 0; k < sz.Rings; k++ {
 				// A token visits the members in order from member 0.
 				for j := 0; j < sz.RingSize; j++ {
@@ -43,7 +44,7 @@ func TestCyclePlacement(t *testing.T) {
 	sz := CycleSize{Rings: 200, RingSize: 5, Hops: 50}
 	sys := start(t, actor.WithWorkers(2), actor.WithStealing(stealing.None))
 	require.NoError(t, Cycle(sys, sz))
-	st := mustStats(sys)
+	st := actortest.MustStats(sys)
 	require.Equal(t, uint64(sz.Messages()), st.MessagesSent)
 	for w, ws := range st.Workers {
 		require.Positive(t, ws.MessagesProcessed(), "worker %d processed nothing: the rings are not spread", w)

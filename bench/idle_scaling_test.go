@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"github.com/actord/actord/actortest"
 	"testing"
 	"time"
 
@@ -95,19 +96,19 @@ type idleTotals struct {
 // with the benchmark timer running only over the window, then stops sys.
 func (t *idleTotals) measureIdle(b *testing.B, sys *actor.System, window time.Duration) {
 	b.Helper()
-	workers := len(mustStats(sys).Workers)
+	workers := len(actortest.MustStats(sys).Workers)
 	deadline := time.Now().Add(idleSettleMax)
-	for mustStats(sys).ParkedWorkers < workers && time.Now().Before(deadline) {
+	for actortest.MustStats(sys).ParkedWorkers < workers && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	time.Sleep(idleBackoff)
-	s0 := mustStats(sys).Total()
+	s0 := actortest.MustStats(sys).Total()
 	b.StartTimer()
 	c0, x0, t0 := CPUTime(), ctxSwitches(), time.Now()
 	time.Sleep(window)
 	c1, x1, wall := CPUTime(), ctxSwitches(), time.Since(t0)
 	b.StopTimer()
-	st := mustStats(sys)
+	st := actortest.MustStats(sys)
 	s1 := st.Total()
 	if err := sys.Stop(b.Context()); err != nil {
 		b.Fatal(err)

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"github.com/actord/actord/actortest"
 	"math"
 	"testing"
 	"time"
@@ -22,7 +23,7 @@ func BenchmarkIdleSystem(b *testing.B) {
 		c0, t0 := CPUTime(), time.Now()
 		time.Sleep(5 * time.Second)
 		cpu := 100 * float64(CPUTime()-c0) / float64(time.Since(t0))
-		st := mustStats(sys)
+		st := actortest.MustStats(sys)
 		tot := st.Total()
 		if err := sys.Stop(b.Context()); err != nil {
 			b.Fatal(err)

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"github.com/actord/actord/actortest"
 	"runtime"
 	"testing"
 
@@ -24,7 +25,7 @@ func TestLocality(t *testing.T) {
 				require.NoError(t, err)
 				checkChurn(t, sz, r)
 				require.Equal(t, r.Ops, r.Arrivals)
-				require.Equal(t, mustStats(sys).MessagesSent, uint64(r.Messages))
+				require.Equal(t, actortest.MustStats(sys).MessagesSent, uint64(r.Messages))
 
 				checkChurn(t, sz, LocalityChan(sz))
 			})

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"github.com/actord/actord/actortest"
 	"testing"
 	"time"
 
@@ -29,14 +30,14 @@ func TestPrograms(t *testing.T) {
 	ex := ExecutorSize{Actors: 300, Set: 10, Rounds: 3}
 	sys := start(t)
 	require.NoError(t, Executor(sys, ex))
-	st := mustStats(sys)
+	st := actortest.MustStats(sys)
 	require.Equal(t, uint64(ex.Messages()), st.MessagesSent)
 	ExecutorChan(ex)
 
 	rp := RepeatSize{Servers: 200, Rounds: 3}
 	sys = start(t)
 	require.NoError(t, Repeat(sys, rp))
-	st = mustStats(sys)
+	st = actortest.MustStats(sys)
 	require.Equal(t, uint64(rp.Messages()+1+rp.Servers), st.MessagesSent, "requests, replies, the start message and the pills")
 	RepeatChan(rp)
 
@@ -52,7 +53,7 @@ func TestBalancePlacement(t *testing.T) {
 	for _, h := range []stealing.Heuristic{stealing.None, stealing.LongestVictim} {
 		sys := start(t, actor.WithWorkers(4), actor.WithStealing(h))
 		require.NoError(t, BalanceOne(sys, sz))
-		st := mustStats(sys)
+		st := actortest.MustStats(sys)
 		if h == stealing.None {
 			// Without stealing, only worker 0 ran working actors: the others
 			// processed one dummy message per dummy actor at most.

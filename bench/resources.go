@@ -1,8 +1,6 @@
 package bench
 
 import (
-	"github.com/actord/actord/actor"
-	"github.com/actord/actord/executor"
 	"os"
 	"runtime/metrics"
 	"strconv"
@@ -87,22 +85,4 @@ func (s *MemorySampler) Stop() uint64 {
 	close(s.stop)
 	s.wg.Wait()
 	return s.peak
-}
-
-// mustStats returns sys's statistics; sys is a started system.
-func mustStats(sys *actor.System) executor.Stats {
-	st, err := sys.Stats()
-	if err != nil {
-		panic(err)
-	}
-	return st
-}
-
-// mustConfig returns sys's configuration; sys is a started system.
-func mustConfig(sys *actor.System) executor.Config {
-	cfg, err := sys.Config()
-	if err != nil {
-		panic(err)
-	}
-	return cfg
 }

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"github.com/actord/actord/actortest"
 	"sync"
 	"testing"
 	"time"
@@ -52,7 +53,7 @@ func BenchmarkStatisticsOverhead(b *testing.B) {
 							case <-stop:
 								return
 							case <-tick.C:
-								_ = mustStats(sys)
+								_ = actortest.MustStats(sys)
 								snapshots++
 							}
 						}

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"github.com/actord/actord/actortest"
 	"slices"
 	"testing"
 	"time"
@@ -27,7 +28,7 @@ func runProgram(b *testing.B, msgs int, opts []actor.Option, prog func(*actor.Sy
 			b.Fatal(err)
 		}
 		b.StopTimer()
-		st := mustStats(sys)
+		st := actortest.MustStats(sys)
 		t := st.Total()
 		missed += t.MissedGulps
 		gulps += t.GulpSize.Count

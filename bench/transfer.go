@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"github.com/actord/actord/actortest"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -64,7 +65,7 @@ func (p *probeActor) receive(m *probeMsg) actor.Allocation {
 // TransferDelay spins one behaviour for spin and probes the other actors
 // every interval meanwhile. sys must be fresh.
 func TransferDelay(sys *actor.System, spin, interval time.Duration) (TransferResult, error) {
-	cfg := mustConfig(sys)
+	cfg := actortest.MustConfig(sys)
 	s := &spinner{spin: spin}
 	if _, err := actor.Spawn(sys, s); err != nil {
 		return TransferResult{}, err

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"github.com/actord/actord/actortest"
 	"sync/atomic"
 	"time"
 
@@ -141,7 +142,7 @@ func TransferLeader(sys *actor.System, transfers int, timeout time.Duration) (Tr
 	if transfers < 1 || timeout <= 0 {
 		panic(fmt.Sprintf("bench: TransferLeader needs transfers >= 1 and timeout > 0, got %d and %v", transfers, timeout))
 	}
-	n := mustConfig(sys).Queues
+	n := actortest.MustConfig(sys).Queues
 	r := &leaderRun{actors: make([]leaderActor, n), seen: make([]atomic.Int64, n), timeout: timeout, want: transfers, rng: NewChurnRNG(n)}
 	for i := range r.actors {
 		r.actors[i] = leaderActor{run: r, id: i}

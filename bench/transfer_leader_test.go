@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"github.com/actord/actord/actortest"
 	"testing"
 	"time"
 
@@ -16,12 +17,12 @@ func TestTransferLeader(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, r.DNC, "stealing must move the epoch messages off the spinning leader's worker")
 	require.Equal(t, 30, r.Transfers)
-	require.Equal(t, mustConfig(sys).Queues, r.Actors)
+	require.Equal(t, actortest.MustConfig(sys).Queues, r.Actors)
 	require.Positive(t, r.PerTransfer())
 	// Every epoch message and pill was delivered (Stop reports undelivered
 	// ones): one epoch message per other actor and one lead per transfer,
 	// one pill per other actor.
-	require.Equal(t, uint64(30*(r.Actors-1)+30+r.Actors-1), mustStats(sys).MessagesSent)
+	require.Equal(t, uint64(30*(r.Actors-1)+30+r.Actors-1), actortest.MustStats(sys).MessagesSent)
 }
 
 func TestTransferLeaderWithoutStealing(t *testing.T) {
@@ -32,7 +33,7 @@ func TestTransferLeaderWithoutStealing(t *testing.T) {
 	require.NoError(t, err, "the queued epoch messages are delivered after the leader gives up")
 	require.True(t, r.DNC)
 	require.Zero(t, r.Transfers)
-	require.Equal(t, mustConfig(sys).Queues/2-1, r.Stuck, "the other actors of the leader's worker")
+	require.Equal(t, actortest.MustConfig(sys).Queues/2-1, r.Stuck, "the other actors of the leader's worker")
 }
 
 // BenchmarkTransferLeader runs 20 leader transfers (one actor per queue)

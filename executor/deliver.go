@@ -71,9 +71,7 @@ func (w *worker) drainBatch() (done bool) {
 			dropped(env.msg, ErrTerminated) // a request: tell its requester
 			continue
 		}
-		w.delivering = env
 		status := env.call()
-		w.delivering = nil
 		if status != Nodelete {
 			w.terminate(c, env.want, status)
 			if w.mayBeRequest(env.msg) {
@@ -83,6 +81,7 @@ func (w *worker) drainBatch() (done bool) {
 		if ms := w.msgStatus; ms != Nodelete {
 			w.msgStatus = Nodelete
 			w.messageDone(env, ms)
+			w.msgStatus = Nodelete // a message hook cannot set a status for the next delivery
 		}
 	}
 }
@@ -123,20 +122,27 @@ func (w *worker) terminate(c *Cell, alive uint32, st Allocation) {
 	inc := alive &^ cellKindMask
 	obj := c.obj
 	w.st.ActorsTerminated++
-	w.ending, w.endingInc, w.endingObj = c, inc, obj
 	var destroyer Destroyer
+	var releaser Releaser
 	if st == Delete || st == Destroy {
 		destroyer, _ = obj.(Destroyer)
+		if st == Delete {
+			releaser, _ = obj.(Releaser)
+		}
 	}
+	if destroyer == nil && releaser == nil {
+		c.state.Store(inc | cellDead) // no hook: nothing can panic here
+		w.e.actorGone()
+		return
+	}
+	w.ending, w.endingInc, w.endingObj = c, inc, obj // for recovered, if a hook panics
 	if destroyer != nil {
 		c.state.Store(inc | cellEnding)
 		destroyer.Destroy()
 	}
 	c.state.Store(inc | cellDead)
-	if st == Delete {
-		if r, ok := obj.(Releaser); ok {
-			r.Release()
-		}
+	if releaser != nil {
+		releaser.Release()
 	}
 	w.ending, w.endingObj = nil, nil
 	w.e.actorGone()
@@ -152,7 +158,6 @@ func (w *worker) recovered(r any, goexit bool) {
 	c := env.cell
 	stack := debug.Stack()
 	w.st.Panics++
-	w.delivering = nil
 	w.msgStatus = Nodelete
 	var obj any
 	switch {
@@ -190,7 +195,7 @@ func (w *worker) recovered(r any, goexit bool) {
 // panics. See "Message lifetime" in package actor.
 func (m *Message) SetAllocation(a Allocation) {
 	w := runningWorker()
-	if w == nil || !w.delivering.holds(unsafe.Pointer(m)) {
+	if w == nil || !w.buf.LastPopped().holds(unsafe.Pointer(m)) {
 		panic("actor: SetAllocation called outside the behaviour receiving the message")
 	}
 	w.msgStatus = a
@@ -200,7 +205,7 @@ func (m *Message) SetAllocation(a Allocation) {
 // with SetAllocation (Nodelete if it set none, or outside that behaviour).
 func (m *Message) Allocation() Allocation {
 	w := runningWorker()
-	if w == nil || !w.delivering.holds(unsafe.Pointer(m)) {
+	if w == nil || !w.buf.LastPopped().holds(unsafe.Pointer(m)) {
 		return Nodelete
 	}
 	return w.msgStatus
@@ -212,6 +217,9 @@ func (env *envelope) holds(p unsafe.Pointer) bool {
 		return false
 	}
 	start := uintptr(erased.Data(env.msg))
+	if uintptr(p) == start {
+		return true // Message embedded first: the usual case
+	}
 	size := reflect.TypeOf(env.msg).Elem().Size()
 	return uintptr(p) >= start && uintptr(p) <= start+size
 }

@@ -170,6 +170,14 @@ func lenMap(m *map[uint64]*worker) int {
 // runningWorker returns the worker (of any executor) that the calling
 // goroutine is, or nil.
 func runningWorker() *worker {
+	if goid.Supported {
+		// Fast path: the calling goroutine is the worker that the last
+		// lookup from this worker's identity found (see lastRunning).
+		g := goid.Unchecked()
+		if e := lastRunning[(g>>3)&uintptr(len(lastRunning)-1)].Load(); e != nil && e.g == g && e.w.g.Load() == g {
+			return e.w
+		}
+	}
 	m := running.Load()
 	if m == nil {
 		return nil
@@ -180,5 +188,17 @@ func runningWorker() *worker {
 	} else {
 		k = goid.Slow()
 	}
-	return (*m)[k]
+	w := (*m)[k]
+	if w != nil && goid.Supported {
+		lastRunning[(uintptr(k)>>3)&uintptr(len(lastRunning)-1)].Store(&gentry{g: uintptr(k), w: w})
+	}
+	return w
 }
+
+// lastRunning caches runningWorker's answers by goroutine identity: a
+// direct-mapped table of immutable entries, written by runningWorker after a
+// map lookup and read by it first. An entry is used only if its worker's
+// goroutine identity is still the caller's (w.g, which the worker clears
+// before its goroutine exits), so a stale entry never answers for a
+// goroutine that reused the identity.
+var lastRunning [256]atomic.Pointer[gentry]

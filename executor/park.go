@@ -194,13 +194,15 @@ func (e *Executor) watch() {
 			continue
 		}
 		reclaimAt = time.Time{}
-		// A worker is stuck if it has been inside the same visit since
-		// the previous tick (at least ParkTimeout ago). Busy workers
-		// that are not stuck wake thieves themselves (see pass).
+		// A worker is stuck if it is awake and has begun no mailbox visit
+		// since the previous tick (at least ParkTimeout ago): it is inside
+		// one visit all that time, or (rarely, and harmlessly) spinning
+		// idle without visits. Busy workers that are not stuck wake
+		// thieves themselves (see pass).
 		stuck := false
 		for i, w := range e.workers {
 			s := w.batchSeq.Load() & 0xffffffff
-			if s&1 == 1 && s == seen[i] {
+			if s == seen[i] && w.state.Load() == workerRunning {
 				stuck = true
 			}
 			seen[i] = s

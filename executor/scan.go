@@ -76,8 +76,7 @@ func (w *worker) pass() bool {
 // refilled meanwhile (up to Config.Regulps times), then releases it.
 func (w *worker) processCurrent() {
 	e, mb := w.e, w.cur
-	w.seq++ // odd: inside a visit (see the watcher in park.go)
-	defer func() { w.seq++; w.batchSeq.Store(w.seq) }()
+	w.seq += 2 // a new visit (see the watcher in park.go)
 	for {
 		w.batchSeq.Store(uint64(w.gulped)<<32 | w.seq&0xffffffff)
 		w.limit = w.gulped + e.cfg.LocalBatch

@@ -43,11 +43,10 @@ type worker struct {
 	batch       // buf, cur, limit; and g, the worker goroutine's identity
 	regulps int // times cur has been re-taken in this visit
 	gulped  int // envelopes taken by the current gulp (the rest of buf came from local sends)
-	// delivering is the envelope whose behaviour is running (nil between
-	// deliveries) and msgStatus the allocation status its behaviour set
-	// for the message (Message.SetAllocation); see deliver.go.
-	delivering *envelope
-	msgStatus  Allocation
+	// msgStatus is the allocation status the running behaviour set for
+	// its message (Message.SetAllocation, which finds the message being
+	// delivered as w.buf.LastPopped()); see deliver.go.
+	msgStatus Allocation
 	// ending is the actor whose termination hooks are running, endingInc
 	// its incarnation and endingObj the object copied before the dead
 	// store; inMsgHook is set while a message's hooks run.
@@ -96,13 +95,12 @@ type worker struct {
 	pubMu    sync.Mutex
 	pub      WorkerStats
 	pubEpoch atomic.Uint64
-	// batchSeq's low 32 bits are odd while the worker processes a mailbox
-	// (a visit, see processCurrent) and even between visits, and change at
-	// each: the watcher sees a worker stuck in a behaviour as the same odd
-	// value twice. Its high 32 bits are the size of the batch being drained
-	// (as gulped), for Stop to report the batch a stuck behaviour holds.
-	// Written by the worker at each gulp and at the end of each visit; read
-	// by the watcher and Stop. seq is the worker's own count.
+	// batchSeq's low 32 bits change at every mailbox visit (see
+	// processCurrent): the watcher sees a worker stuck in a behaviour as
+	// the same value twice. Its high 32 bits are the size of the batch
+	// being drained (as gulped), for Stop to report the batch a stuck
+	// behaviour holds. Written by the worker at each gulp; read by the
+	// watcher and Stop. seq is the worker's own count.
 	batchSeq atomic.Uint64
 	seq      uint64
 }

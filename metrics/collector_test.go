@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"github.com/actord/actord/actortest"
 	"math"
 	"strings"
 	"sync"
@@ -295,7 +296,7 @@ func TestRealSystems(t *testing.T) {
 		require.NoError(t, err)
 		c.Attach(sys)
 		require.NoError(t, bench.Executor(sys, sz))
-		st := mustStats(sys)
+		st := actortest.MustStats(sys)
 		want += st.MessagesSent
 		tot := st.Total()
 		processed += tot.MessagesProcessed()

@@ -18,6 +18,7 @@ package compare
 
 import (
 	"fmt"
+	"github.com/actord/actord/actortest"
 	"slices"
 	"time"
 
@@ -26,7 +27,6 @@ import (
 	"github.com/actord/actord/bench/compare/hollywood"
 	_ "github.com/actord/actord/bench/compare/internal/protoconflict" // before the peers' init: see its doc
 	"github.com/actord/actord/bench/compare/protoactor"
-	"github.com/actord/actord/executor"
 	"github.com/actord/actord/stealing"
 )
 
@@ -285,7 +285,7 @@ func withActord(system string, workers int, prog func(*actor.System) (Result, er
 	if err != nil {
 		return Result{}, err
 	}
-	cfg := mustConfig(sys)
+	cfg := actortest.MustConfig(sys)
 	t0 := time.Now()
 	r, err := prog(sys)
 	r.Wall = time.Since(t0)
@@ -440,7 +440,7 @@ func runBalance(prog func(*actor.System, bench.BalanceSize) error) func(string, 
 			// Actors: the working ones and the dummies (one message each),
 			// as the system counted them (Total includes the actors
 			// spawned from outside the workers).
-			st := mustStats(sys)
+			st := actortest.MustStats(sys)
 			return Result{Actors: int(st.Total().ActorsCreated), Messages: b.Messages()}, err
 		})
 	}
@@ -578,7 +578,7 @@ func runTransfer(system string, workers int, sz Sizes) (Result, error) {
 	r, err := withActord(system, workers, func(sys *actor.System) (Result, error) {
 		var err error
 		t, err = bench.TransferDelay(sys, sz.TransferSpin, sz.TransferProbe)
-		return Result{Actors: mustConfig(sys).Queues}, err
+		return Result{Actors: actortest.MustConfig(sys).Queues}, err
 	})
 	if err != nil {
 		return r, err
@@ -614,22 +614,4 @@ func runTransferLeader(system string, workers int, sz Sizes) (Result, error) {
 		return r, fmt.Errorf("compare: did not complete: after %d transfers, %d actors had not seen the epoch after %v", t.Transfers, t.Stuck, sz.LeaderTimeout)
 	}
 	return r, nil
-}
-
-// mustStats returns sys's statistics; sys is a started system.
-func mustStats(sys *actor.System) executor.Stats {
-	st, err := sys.Stats()
-	if err != nil {
-		panic(err)
-	}
-	return st
-}
-
-// mustConfig returns sys's configuration; sys is a started system.
-func mustConfig(sys *actor.System) executor.Config {
-	cfg, err := sys.Config()
-	if err != nil {
-		panic(err)
-	}
-	return cfg
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"github.com/actord/actord/actortest"
 	"log/slog"
 	"strings"
 	"testing"
@@ -43,7 +44,7 @@ func TestMixedStopsCleanly(t *testing.T) {
 	log := slog.New(slog.NewJSONHandler(&logBuf, nil))
 	require.NoError(t, runMixed(ctx, sys, p, wm, log, 20*time.Second))
 
-	st := mustStats(sys)
+	st := actortest.MustStats(sys)
 	tot := st.Total()
 	require.Zero(t, st.LiveActors)
 	require.Zero(t, tot.DeadLetters)

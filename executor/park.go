@@ -208,7 +208,10 @@ func (e *Executor) watch() {
 			seen[i] = s
 		}
 		if stuck {
-			interval = first // look again soon while a worker is stuck
+			// Look again soon while a worker is stuck: every two steal
+			// ages, so that the thieves woken take its queues as soon as
+			// they have aged (at most ParkTimeout apart).
+			interval = min(first, max(2*e.cfg.StealAge, time.Millisecond))
 		}
 		if stuck && n > 0 {
 			for k := range e.workers {

@@ -136,7 +136,8 @@ func (w *worker) park() {
 // some worker is awake, for a worker still inside the same mailbox visit
 // as at its previous look, and if it finds one wakes one sleeping worker;
 // the interval doubles after each look that finds no stuck worker, up to
-// ParkTimeoutMax, and starts over when a thief takes work. The woken worker spins and steals what has
+// ParkTimeoutMax, starts over when a thief takes work, and is two steal
+// ages (at most ParkTimeout) while a worker stays stuck. The woken worker spins and steals what has
 // aged, then parks again. While every worker
 // sleeps, the watcher sleeps too, without a timer (after giving back grown
 // queue buffers once the idle has lasted ParkTimeoutMax), until the first

@@ -81,6 +81,7 @@ func (w *worker) spinDone(idle, visits int) bool {
 			}
 			if e.spinning.CompareAndSwap(n, n+1) {
 				w.spinner = true
+				w.spinningNow.Store(true)
 				break
 			}
 		}
@@ -93,6 +94,7 @@ func (w *worker) spinDone(idle, visits int) bool {
 func (w *worker) stopSpinning() {
 	if w.spinner {
 		w.spinner = false
+		w.spinningNow.Store(false)
 		w.e.spinning.Add(-1)
 	}
 }
@@ -195,15 +197,15 @@ func (e *Executor) watch() {
 			continue
 		}
 		reclaimAt = time.Time{}
-		// A worker is stuck if it is awake and has begun no mailbox visit
-		// since the previous tick (at least ParkTimeout ago): it is inside
-		// one visit all that time, or (rarely, and harmlessly) spinning
-		// idle without visits. Busy workers that are not stuck wake
+		// A worker is stuck if it is awake, not spinning idle, and has
+		// begun no mailbox visit since the previous look: it is inside one
+		// visit all that time (or, rarely and harmlessly, in one long idle
+		// pass before it spins). Busy workers that are not stuck wake
 		// thieves themselves (see pass).
 		stuck := false
 		for i, w := range e.workers {
 			s := w.batchSeq.Load() & 0xffffffff
-			if s == seen[i] && w.state.Load() == workerRunning {
+			if s == seen[i] && w.state.Load() == workerRunning && !w.spinningNow.Load() {
 				stuck = true
 			}
 			seen[i] = s

@@ -38,6 +38,9 @@ func (w *worker) pass() bool {
 			continue
 		}
 		busy++
+		if w.spinner {
+			w.stopSpinning() // found work: no longer spinning (and the watcher may see it stuck)
+		}
 		if mb.drainer.Load() != &w.batch {
 			mb.drainer.Store(&w.batch)
 		}

@@ -84,6 +84,11 @@ type worker struct {
 	// (and cleared by it if the wake failed); swapped back by the worker
 	// when it wakes, to count the wake-up as a timeout.
 	watchWoken atomic.Bool
+	// spinningNow mirrors spinner for the watcher: set and cleared by the
+	// worker when it takes and gives back a spinning place (idle
+	// transitions only); read by the watcher, which does not take a
+	// spinning worker for a stuck one.
+	spinningNow atomic.Bool
 	// reclaimReq is set by the watcher before it wakes the worker to give
 	// back its grown spare buffer, and swapped back by the worker when it
 	// wakes (see reclaimIdle, reclaimOwn).

@@ -361,23 +361,13 @@ func TestSpinPassesOneKeepsStealing(t *testing.T) {
 
 // --- 12. Concurrent Stop -------------------------------------------------
 
-type slowFinisher struct {
-	actor.Actor
-	release chan struct{}
-}
-
-func (s *slowFinisher) onNum(*num) actor.Allocation {
-	<-s.release
-	return actor.Finished
-}
-
 // Every caller of a Stop in progress waits for it and gets its outcome
 // (before the fix, later callers got ErrStopped at once while actors still
 // ran); a call after it returned gets ErrStopped.
 func TestConcurrentStopCallersWaitForSameOutcome(t *testing.T) {
 	sys := start(t, actor.WithWorkers(2))
-	s, _ := actor.Spawn(sys, &slowFinisher{release: make(chan struct{})})
-	require.NoError(t, actor.Send(s, &num{}, (*slowFinisher).onNum))
+	s, _ := actor.Spawn(sys, &blocker{release: make(chan struct{})})
+	require.NoError(t, actor.Send(s, &num{}, (*blocker).onNum))
 	const callers = 4
 	errs := make(chan error, callers)
 	returned := make(chan struct{}, callers)
@@ -398,8 +388,8 @@ func TestConcurrentStopCallersWaitForSameOutcome(t *testing.T) {
 
 	// A waiting caller whose own context ends gets a distinct error.
 	sys = start(t, actor.WithWorkers(1))
-	s, _ = actor.Spawn(sys, &slowFinisher{release: make(chan struct{})})
-	require.NoError(t, actor.Send(s, &num{}, (*slowFinisher).onNum))
+	s, _ = actor.Spawn(sys, &blocker{release: make(chan struct{})})
+	require.NoError(t, actor.Send(s, &num{}, (*blocker).onNum))
 	first := make(chan error, 1)
 	go func() { first <- sys.Stop(context.Background()) }()
 	time.Sleep(10 * time.Millisecond)

@@ -8,26 +8,17 @@ import (
 
 func TestAskPrograms(t *testing.T) {
 	for _, w := range []int{1, 2} {
-		if err := PortSend(startSystemT(t, actor.WithWorkers(w)), 1000); err != nil {
+		if err := PortSend(startSystem(t, actor.WithWorkers(w)), 1000); err != nil {
 			t.Fatal(err)
 		}
-		if err := AskRoundTrip(startSystemT(t, actor.WithWorkers(w)), 1000); err != nil {
+		if err := AskRoundTrip(startSystem(t, actor.WithWorkers(w)), 1000); err != nil {
 			t.Fatal(err)
 		}
-		if err := PingPongRequest(startSystemT(t, actor.WithWorkers(w)), 1000); err != nil {
+		if err := PingPongRequest(startSystem(t, actor.WithWorkers(w)), 1000); err != nil {
 			t.Fatal(err)
 		}
 	}
 	AskRoundTripChan(1000)
-}
-
-func startSystemT(t *testing.T, opts ...actor.Option) *actor.System {
-	t.Helper()
-	sys, err := actor.Start(opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sys
 }
 
 // BenchmarkPortSend is static send through a port, beside StaticSend.
@@ -109,7 +100,7 @@ func BenchmarkGo(b *testing.B) {
 }
 
 func TestGoJobs(t *testing.T) {
-	if err := GoJobs(startSystemT(t), 500); err != nil {
+	if err := GoJobs(startSystem(t), 500); err != nil {
 		t.Fatal(err)
 	}
 	GoJobsChan(500)

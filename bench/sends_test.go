@@ -10,7 +10,7 @@ import (
 // program (including Stop, which waits for the last message). One op is one
 // message. Each reports msg/s besides ns/op and allocs/op.
 
-func startSystem(b *testing.B, opts ...actor.Option) *actor.System {
+func startSystem(b testing.TB, opts ...actor.Option) *actor.System {
 	b.Helper()
 	sys, err := actor.Start(opts...)
 	if err != nil {

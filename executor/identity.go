@@ -84,7 +84,7 @@ func (e *Executor) current() *worker {
 	if !goid.Supported {
 		return nil
 	}
-	return e.workerOf(goid.Get())
+	return e.workerOf(goid.Unchecked())
 }
 
 // workerOf returns the worker whose goroutine identity is g, or nil.

@@ -1,0 +1,550 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/actord/actord/actor"
+	"github.com/nats-io/nats.go"
+)
+
+// Node is one actor system's presence on NATS: one connection, one
+// subscription on its own subject, the ports it exports and the nodes it
+// talks to. Create it with Connect and end it with Close; all its methods
+// are safe for concurrent use.
+type Node struct {
+	sys     *actor.System
+	nc      *nats.Conn
+	sub     *nats.Subscription
+	name    string
+	prefix  string
+	subject string
+	log     *slog.Logger
+	probe   time.Duration
+	header  []byte // frame header: version and this node's name
+	// maxRecord bounds one record (the server's max_payload less the frame
+	// header); batchBytes is the size past which a frame is cut.
+	maxRecord  int
+	batchBytes int
+
+	// exports is a copy-on-write map read without locks by the receiving
+	// goroutine; writers replace it while holding mu.
+	exports atomic.Pointer[map[string]*export]
+
+	mu     sync.Mutex // guards peers, closed (writes), and export writes
+	peers  map[string]*peer
+	closed atomic.Bool // set under mu by Close; read anywhere
+	atEnd  []func()    // run by Close (forwarders' pills)
+
+	callsMu sync.Mutex // guards calls and nextID
+	calls   map[uint64]*call
+	nextID  uint64
+
+	done chan struct{}  // closed by Close: flushers and probes return
+	wg   sync.WaitGroup // flusher and probe goroutines
+
+	lastLog atomic.Int64 // unix nanos of the last warning logged (rate limit)
+	st      counters
+}
+
+// export is one exported port: its message type's hash and the functions
+// that decode a payload and deliver it.
+type export struct {
+	hash    uint32
+	send    func(payload []byte)
+	request func(from *peer, id uint64, timeout time.Duration, payload []byte) // nil: not a request port
+}
+
+// call is one ask waiting for its answer.
+type call struct {
+	peer *peer
+	ch   chan result // capacity 1: the completer never blocks
+}
+
+type result struct {
+	payload []byte
+	code    byte // 0: payload is the reply
+	text    string
+}
+
+// Option configures Connect.
+type Option func(*config)
+
+type config struct {
+	nats   []nats.Option
+	log    *slog.Logger
+	prefix string
+	probe  time.Duration
+}
+
+// WithNATS passes options to nats.Connect: credentials, TLS, reconnect
+// policy, connection name. They are used as given; this package implements
+// none of them.
+func WithNATS(opts ...nats.Option) Option {
+	return func(c *config) { c.nats = append(c.nats, opts...) }
+}
+
+// WithLogger sets the logger for dead letters, refused and undecodable
+// messages (default slog.Default()); warnings are logged at most once a
+// second, every one of them is counted in Stats.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) { c.log = l }
+}
+
+// WithSubjectPrefix sets the prefix of node subjects (default "actord"):
+// node "a" receives on "<prefix>.a". Nodes talk only to nodes with the same
+// prefix.
+func WithSubjectPrefix(p string) Option {
+	return func(c *config) { c.prefix = p }
+}
+
+// WithProbeInterval sets how often a node found to have no responders is
+// probed until it answers again (default 250ms).
+func WithProbeInterval(d time.Duration) Option {
+	return func(c *config) { c.probe = d }
+}
+
+// Connect connects a node named name of the system sys to the NATS server(s)
+// at url and subscribes to the node's subject. The name must be a single
+// NATS subject token (no '.', '*', '>' or white space); two live nodes with
+// the same name and prefix would share their traffic.
+//
+// Errors: ErrBadName, and those of nats.Connect and Subscribe.
+func Connect(sys *actor.System, url, name string, opts ...Option) (*Node, error) {
+	if sys == nil {
+		panic("remote: Connect with a nil system")
+	}
+	cfg := config{log: slog.Default(), prefix: "actord", probe: 250 * time.Millisecond}
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	if !validToken(name) {
+		return nil, fmt.Errorf("%w: %q", ErrBadName, name)
+	}
+	nc, err := nats.Connect(url, cfg.nats...)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{
+		sys:     sys,
+		nc:      nc,
+		name:    name,
+		prefix:  cfg.prefix,
+		subject: cfg.prefix + "." + name,
+		log:     cfg.log,
+		probe:   cfg.probe,
+		peers:   make(map[string]*peer),
+		calls:   make(map[uint64]*call),
+		done:    make(chan struct{}),
+	}
+	n.st.init()
+	n.header = appendString([]byte{wireVersion}, []byte(name))
+	n.maxRecord = int(nc.MaxPayload()) - len(n.header)
+	n.batchBytes = min(64<<10, int(nc.MaxPayload()))
+	empty := map[string]*export{}
+	n.exports.Store(&empty)
+	sub, err := nc.Subscribe(n.subject, n.onMsg)
+	if err == nil {
+		// Frames are batched: the default message limit is plenty, and the
+		// byte limit is raised so that a burst of full frames fits.
+		err = sub.SetPendingLimits(nats.DefaultSubPendingMsgsLimit, 256<<20)
+	}
+	if err == nil {
+		err = nc.Flush() // the subscription is known to the server
+	}
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	n.sub = sub
+	return n, nil
+}
+
+func validToken(s string) bool {
+	return s != "" && !strings.ContainsAny(s, ".*> \t\r\n")
+}
+
+// Name returns the node's name.
+func (n *Node) Name() string { return n.name }
+
+// Subject returns the NATS subject the node receives on.
+func (n *Node) Subject() string { return n.subject }
+
+// Conn returns the node's NATS connection, for status and statistics. Do
+// not close it: Close does.
+func (n *Node) Conn() *nats.Conn { return n.nc }
+
+// Flush publishes what the node has batched and waits until the NATS server
+// has received it (a round trip to the server, not to the remote nodes), or
+// ctx ends.
+func (n *Node) Flush(ctx context.Context) error {
+	if n.closed.Load() {
+		return ErrClosed
+	}
+	for _, p := range n.peerList() {
+		p.flushNow()
+	}
+	return n.nc.FlushWithContext(ctx)
+}
+
+// Close unsubscribes the node (remote senders then get ErrNoResponders),
+// publishes what it had batched, fails its pending asks with ErrClosed and
+// closes its NATS connection. It does not stop the actor system. Sends and
+// asks after Close return ErrClosed; Close is idempotent.
+func (n *Node) Close() error {
+	n.mu.Lock()
+	if n.closed.Load() {
+		n.mu.Unlock()
+		return nil
+	}
+	n.closed.Store(true)
+	peers := make([]*peer, 0, len(n.peers))
+	for _, p := range n.peers {
+		peers = append(peers, p)
+	}
+	atEnd := n.atEnd
+	n.atEnd = nil
+	n.mu.Unlock()
+	for _, f := range atEnd {
+		f()
+	}
+
+	err := n.sub.Unsubscribe()
+	for _, p := range peers {
+		p.close()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	if ferr := n.nc.FlushWithContext(ctx); ferr != nil && err == nil && !errors.Is(ferr, nats.ErrConnectionClosed) {
+		err = ferr
+	}
+	cancel()
+	close(n.done)
+	n.wg.Wait()
+	n.callsMu.Lock()
+	calls := n.calls
+	n.calls = make(map[uint64]*call)
+	n.callsMu.Unlock()
+	for _, c := range calls {
+		c.ch <- result{code: codeClosed}
+	}
+	n.nc.Close()
+	return err
+}
+
+// codeClosed is a local failure code (never on the wire).
+const codeClosed = 255
+
+// onClose has f run by Close; false if the node is closed already.
+func (n *Node) onClose(f func()) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed.Load() {
+		return false
+	}
+	n.atEnd = append(n.atEnd, f)
+	return true
+}
+
+func (n *Node) peerList() []*peer {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	ps := make([]*peer, 0, len(n.peers))
+	for _, p := range n.peers {
+		ps = append(ps, p)
+	}
+	return ps
+}
+
+// peer returns the peer for the node named name, creating it (and its
+// flusher) if needed; nil once the node is closed.
+func (n *Node) peer(name []byte) *peer {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if p := n.peers[string(name)]; p != nil {
+		return p
+	}
+	if n.closed.Load() {
+		return nil
+	}
+	p := newPeer(n, string(name))
+	n.peers[p.name] = p
+	n.wg.Add(1)
+	go p.flusher()
+	return p
+}
+
+func (n *Node) addExport(name string, ex *export) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed.Load() {
+		return ErrClosed
+	}
+	old := *n.exports.Load()
+	if _, ok := old[name]; ok {
+		return fmt.Errorf("%w: %q", ErrNameTaken, name)
+	}
+	m := make(map[string]*export, len(old)+1)
+	for k, v := range old {
+		m[k] = v
+	}
+	m[name] = ex
+	n.exports.Store(&m)
+	return nil
+}
+
+// Unexport withdraws the port exported under name: later messages for it are
+// refused as for a name never exported. Error: ErrUnknownName.
+func (n *Node) Unexport(name string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	old := *n.exports.Load()
+	if _, ok := old[name]; !ok {
+		return fmt.Errorf("%w: %q", ErrUnknownName, name)
+	}
+	m := make(map[string]*export, len(old))
+	for k, v := range old {
+		if k != name {
+			m[k] = v
+		}
+	}
+	n.exports.Store(&m)
+	return nil
+}
+
+// warn logs a warning, at most one a second.
+func (n *Node) warn(msg string, args ...any) {
+	now := time.Now().UnixNano()
+	last := n.lastLog.Load()
+	if now-last < int64(time.Second) || !n.lastLog.CompareAndSwap(last, now) {
+		return
+	}
+	n.log.Warn(msg, append([]any{"node", n.name}, args...)...)
+}
+
+// register records a pending ask and returns its id.
+func (n *Node) register(c *call) uint64 {
+	n.callsMu.Lock()
+	n.nextID++
+	id := n.nextID
+	n.calls[id] = c
+	n.callsMu.Unlock()
+	return id
+}
+
+// unregister removes the pending ask id and reports whether it was still
+// pending (nobody completed it).
+func (n *Node) unregister(id uint64) bool {
+	n.callsMu.Lock()
+	_, ok := n.calls[id]
+	delete(n.calls, id)
+	n.callsMu.Unlock()
+	return ok
+}
+
+// complete hands the answer r to the pending ask id; an answer for an ask
+// that gave up is counted as late.
+func (n *Node) complete(id uint64, r result) {
+	n.callsMu.Lock()
+	c := n.calls[id]
+	delete(n.calls, id)
+	n.callsMu.Unlock()
+	if c == nil {
+		n.st.lateReplies.Add(1)
+		return
+	}
+	c.ch <- r
+}
+
+// noResponders handles the server's no-responders status for a frame sent
+// to the node subject dest: the peer is marked down (sends fail fast and a
+// probe starts), and its pending asks fail.
+func (n *Node) noResponders(dest string) {
+	name, ok := strings.CutPrefix(dest, n.prefix+".")
+	if !ok {
+		return
+	}
+	n.mu.Lock()
+	p := n.peers[name]
+	n.mu.Unlock()
+	if p == nil {
+		return
+	}
+	p.markDown()
+	var failed []*call
+	n.callsMu.Lock()
+	for id, c := range n.calls {
+		if c.peer == p {
+			failed = append(failed, c)
+			delete(n.calls, id)
+		}
+	}
+	n.callsMu.Unlock()
+	for _, c := range failed {
+		n.st.noResponders.Add(1)
+		c.ch <- result{code: codeNoResponders}
+	}
+}
+
+// codeNoResponders is a local failure code (never on the wire).
+const codeNoResponders = 254
+
+// onMsg receives every NATS message on the node's subject, on the one
+// goroutine of the subscription, in the order the server delivers them.
+func (n *Node) onMsg(m *nats.Msg) {
+	if len(m.Data) == 0 && m.Header != nil && m.Header.Get("Status") == "503" {
+		n.noResponders(m.Header.Get("Nats-Subject"))
+		return
+	}
+	n.st.framesIn.Add(1)
+	n.st.bytesIn.Add(uint64(len(m.Data)))
+	r := reader{b: m.Data}
+	if r.byte() != wireVersion {
+		n.malformed(m)
+		return
+	}
+	sender := r.bytes()
+	if r.err != nil {
+		n.malformed(m)
+		return
+	}
+	var from *peer // the sender's peer, found when a record needs it
+	exports := *n.exports.Load()
+	for len(r.b) > 0 {
+		kind := r.byte()
+		switch kind {
+		case kindSend, kindRequest:
+			name := r.bytes()
+			hash := r.u32()
+			var id, tmo uint64
+			if kind == kindRequest {
+				id = r.uvarint()
+				tmo = r.uvarint()
+			}
+			payload := r.bytes()
+			if r.err != nil {
+				break
+			}
+			n.st.received.Add(1)
+			if kind == kindRequest && from == nil {
+				if from = n.peer(sender); from == nil {
+					return // closed
+				}
+			}
+			ex := exports[string(name)]
+			switch {
+			case ex == nil:
+				n.st.unknownName.Add(1)
+				n.warn("remote: message for a name not exported, refused", "name", string(name), "from", string(sender))
+				if kind == kindRequest {
+					from.fail(id, codeUnknownName, string(name))
+				}
+			case ex.hash != hash || (kind == kindRequest && ex.request == nil):
+				n.st.wrongType.Add(1)
+				n.warn("remote: message of the wrong type, refused", "name", string(name), "from", string(sender))
+				if kind == kindRequest {
+					from.fail(id, codeWrongType, string(name))
+				}
+			case kind == kindSend:
+				ex.send(payload)
+			default:
+				ex.request(from, id, time.Duration(tmo)*time.Microsecond, payload)
+			}
+		case kindReply:
+			id := r.uvarint()
+			payload := r.bytes()
+			if r.err == nil {
+				n.complete(id, result{payload: payload})
+			}
+		case kindFailure:
+			id := r.uvarint()
+			code := r.byte()
+			text := r.bytes()
+			if r.err == nil {
+				if code == 0 || code >= codeNoResponders {
+					code = codeOther
+				}
+				n.complete(id, result{code: code, text: string(text)})
+			}
+		case kindPing:
+			if from == nil {
+				if from = n.peer(sender); from == nil {
+					return
+				}
+			}
+			from.put([]byte{kindPong}, nil, true, false)
+		case kindPong:
+			if p := n.peer(sender); p != nil {
+				p.down.Store(false)
+			}
+		default:
+			r.err = errMalformed
+		}
+		if r.err != nil {
+			n.malformed(m)
+			return
+		}
+	}
+}
+
+func (n *Node) malformed(m *nats.Msg) {
+	n.st.decodeErrors.Add(1)
+	n.warn("remote: malformed frame dropped", "bytes", len(m.Data))
+}
+
+// decodeFailed counts and logs a payload that did not decode (a dead letter).
+func (n *Node) decodeFailed(name string, err error) {
+	n.st.decodeErrors.Add(1)
+	n.warn("remote: undecodable message dropped", "name", name, "err", err)
+}
+
+// deadLetter counts and logs a decoded message that the local port refused.
+func (n *Node) deadLetter(name string, err error) {
+	n.st.deadLetters.Add(1)
+	n.warn("remote: message not delivered to the local port", "name", name, "err", err)
+}
+
+// failureErr turns a failure code from the wire into an error.
+func failureErr(code byte, text string) error {
+	switch code {
+	case codeUnknownName:
+		return fmt.Errorf("%w (%w): %q", ErrUnknownName, ErrRemote, text)
+	case codeWrongType:
+		return fmt.Errorf("%w (%w): %q", ErrWrongType, ErrRemote, text)
+	case codeDecode:
+		return fmt.Errorf("%w (%w): %s", ErrDecode, ErrRemote, text)
+	case codeEncode:
+		return fmt.Errorf("%w (%w): %s", ErrEncode, ErrRemote, text)
+	case codeTerminated:
+		return fmt.Errorf("%w (%w)", actor.ErrTerminated, ErrRemote)
+	case codeStopped:
+		return fmt.Errorf("%w (%w)", actor.ErrStopped, ErrRemote)
+	case codeDeadline:
+		return fmt.Errorf("%w (%w)", context.DeadlineExceeded, ErrRemote)
+	case codeClosed:
+		return ErrClosed
+	case codeNoResponders:
+		return ErrNoResponders
+	}
+	return fmt.Errorf("%w: %s", ErrRemote, text)
+}
+
+// failureCode is the code sent for a local error.
+func failureCode(err error) byte {
+	switch {
+	case errors.Is(err, actor.ErrTerminated), errors.Is(err, actor.ErrNotSpawned):
+		return codeTerminated
+	case errors.Is(err, actor.ErrStopped), errors.Is(err, actor.ErrNotStarted):
+		return codeStopped
+	case errors.Is(err, context.DeadlineExceeded):
+		return codeDeadline
+	}
+	return codeOther
+}

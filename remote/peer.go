@@ -1,0 +1,215 @@
+package remote
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// peer is the link from this node to one other node: the frame being
+// filled, frames waiting to be published, and the goroutine that publishes
+// them.
+//
+// Batching: a one-way send appends its record to buf and, if nobody is
+// publishing, wakes the flusher goroutine; asks and replies (urgent) publish
+// at once from the caller's goroutine if nobody is publishing. Whoever
+// publishes (flushing set) takes frames until none is left, so records
+// appended meanwhile ride in the next frame: under load frames grow, idle
+// links cost one frame per record. Records are appended and frames taken
+// under mu, and one publisher at a time publishes them, on the node's one
+// connection: the remote node receives them in append order.
+type peer struct {
+	n       *Node
+	name    string
+	subject string
+	kick    chan struct{} // capacity 1: wakes the flusher
+
+	mu       sync.Mutex // guards everything below
+	buf      []byte     // the frame being filled; starts with n.header
+	full     [][]byte   // frames cut at batchBytes, waiting
+	spare    []byte     // a published frame's storage, for reuse
+	flushing bool       // a goroutine is publishing (it drains all)
+	kicked   bool       // the flusher has been woken and has not run yet
+	closed   bool
+	probing  bool // a probe goroutine runs
+
+	// down is set when the server reported no responders for the node's
+	// subject and cleared by its pong; read without lock by senders.
+	down atomic.Bool
+}
+
+func newPeer(n *Node, name string) *peer {
+	p := &peer{n: n, name: name, subject: n.prefix + "." + name, kick: make(chan struct{}, 1)}
+	p.buf = append(make([]byte, 0, 512), n.header...)
+	return p
+}
+
+// put appends one record, head then (withPayload) payload as a string, and
+// publishes it at once (urgent) or has the flusher publish it.
+func (p *peer) put(head, payload []byte, urgent, withPayload bool) error {
+	n := p.n
+	size := len(head)
+	if withPayload {
+		size += binary.MaxVarintLen32 + len(payload)
+	}
+	if size > n.maxRecord {
+		return fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, size, n.maxRecord)
+	}
+	hl := len(n.header)
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return ErrClosed
+	}
+	if len(p.buf) > hl && len(p.buf)+size > n.batchBytes {
+		p.full = append(p.full, p.buf)
+		p.buf = append(make([]byte, 0, n.batchBytes), n.header...)
+	}
+	p.buf = append(p.buf, head...)
+	if withPayload {
+		p.buf = appendString(p.buf, payload)
+	}
+	switch {
+	case p.flushing:
+		p.mu.Unlock()
+	case urgent:
+		p.flushing = true
+		p.drain()
+	case !p.kicked:
+		p.kicked = true
+		p.mu.Unlock()
+		select {
+		case p.kick <- struct{}{}:
+		default:
+		}
+	default:
+		p.mu.Unlock()
+	}
+	return nil
+}
+
+// drain publishes frames until none is left, then clears flushing. Called
+// with mu held and flushing set by the caller; returns with mu released.
+func (p *peer) drain() {
+	n := p.n
+	hl := len(n.header)
+	for {
+		var frame []byte
+		fromBuf := false
+		switch {
+		case len(p.full) > 0:
+			frame = p.full[0]
+			p.full[0] = nil
+			p.full = p.full[1:]
+		case len(p.buf) > hl:
+			frame = p.buf
+			p.buf = append(p.spare[:0], n.header...)
+			p.spare = nil
+			fromBuf = true
+		default:
+			p.flushing = false
+			p.mu.Unlock()
+			return
+		}
+		p.mu.Unlock()
+		// The reply subject makes the server answer "no responders" to
+		// this node when the peer has no subscription. Publish copies the
+		// frame into the connection's buffer.
+		if err := n.nc.PublishRequest(p.subject, n.subject, frame); err != nil {
+			n.st.publishErrors.Add(1)
+			n.warn("remote: frame not published, its messages are lost", "to", p.name, "err", err)
+		} else {
+			n.st.framesOut.Add(1)
+			n.st.bytesOut.Add(uint64(len(frame)))
+		}
+		p.mu.Lock()
+		if fromBuf && cap(frame) <= 2*n.batchBytes {
+			p.spare = frame[:0]
+		}
+	}
+}
+
+// flusher publishes one-way sends: woken by put, it drains unless another
+// goroutine is publishing already.
+func (p *peer) flusher() {
+	defer p.n.wg.Done()
+	for {
+		select {
+		case <-p.kick:
+		case <-p.n.done:
+			return
+		}
+		p.flushNow()
+	}
+}
+
+// flushNow publishes what is batched unless someone is publishing already.
+func (p *peer) flushNow() {
+	p.mu.Lock()
+	p.kicked = false
+	if p.flushing {
+		p.mu.Unlock()
+		return
+	}
+	p.flushing = true
+	p.drain()
+}
+
+// close publishes what is batched and refuses later records.
+func (p *peer) close() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	p.flushNow()
+}
+
+// fail sends a failure record answering the request id.
+func (p *peer) fail(id uint64, code byte, text string) {
+	var hb [16]byte
+	head := append(hb[:0], kindFailure)
+	head = binary.AppendUvarint(head, id)
+	head = append(head, code)
+	_ = p.put(head, []byte(text), true, true)
+}
+
+// markDown marks the peer down and starts probing it, if not already.
+func (p *peer) markDown() {
+	p.down.Store(true)
+	p.mu.Lock()
+	if p.probing || p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.probing = true
+	p.n.wg.Add(1) // before Close's wg.Wait: Close sets closed first, under mu
+	p.mu.Unlock()
+	go p.prober()
+}
+
+// prober sends a ping every probe interval while the peer is down; the
+// peer's pong clears down.
+func (p *peer) prober() {
+	n := p.n
+	defer n.wg.Done()
+	t := time.NewTicker(n.probe)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-n.done:
+			return
+		}
+		// down is read under mu: a markDown that set it after this read
+		// finds probing false and starts another prober.
+		p.mu.Lock()
+		if !p.down.Load() {
+			p.probing = false
+			p.mu.Unlock()
+			return
+		}
+		p.mu.Unlock()
+		_ = p.put([]byte{kindPing}, nil, true, false)
+	}
+}

@@ -1,0 +1,366 @@
+package remote
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/actord/actord/actor"
+	"github.com/actord/actord/executor"
+)
+
+// Sender is what code that only sends needs: both actor.Port[M] and
+// *remote.Port[M] satisfy it, so such code does not care where the actor
+// lives.
+type Sender[M any] interface {
+	Send(msg M) error
+}
+
+// Asker is what code that asks needs: *RequestPort satisfies it, and Local
+// adapts a local actor.Port.
+type Asker[Req, R any] interface {
+	Sender[Req]
+	Ask(ctx context.Context, req Req) (R, error)
+}
+
+// Port is a port of an actor on another node, typed by the message it
+// accepts, obtained with Import. It is safe for concurrent use.
+type Port[M any] struct {
+	n     *Node
+	p     *peer
+	name  string
+	hash  uint32
+	codec Codec[M]
+}
+
+// RequestPort is a Port for a request type whose reply type is R, obtained
+// with ImportRequest: it sends and asks.
+type RequestPort[Req, R any] struct {
+	Port[Req]
+	reply Codec[R]
+}
+
+// Export makes the local port p reachable by other nodes under name, its
+// messages decoded with c. Messages for it are delivered with p.Send, in the
+// order the node received them; one that fails to decode, or that p refuses
+// (its actor terminated), is counted and logged, never delivered.
+//
+// Errors: ErrNameTaken, ErrClosed.
+func Export[M any](n *Node, name string, p actor.Port[M], c Codec[M]) error {
+	if c == nil {
+		panic("remote: Export with a nil codec")
+	}
+	return n.addExport(name, &export{hash: typeHash[M](), send: deliverFunc(n, name, p, c)})
+}
+
+func deliverFunc[M any](n *Node, name string, p actor.Port[M], c Codec[M]) func([]byte) {
+	return func(payload []byte) {
+		m, err := c.Decode(payload)
+		if err != nil {
+			n.decodeFailed(name, err)
+			return
+		}
+		if err := p.Send(m); err != nil {
+			n.deadLetter(name, err)
+		}
+	}
+}
+
+// ExportRequest exports a port whose messages are requests (they embed
+// actor.Request[R]): remote asks through it are delivered as by
+// actor.AskAsync, with the remaining time of the asker's context as
+// timeout, and the actor's Reply is encoded with reply and sent back. A
+// request the port refuses is answered with the error (actor.ErrTerminated,
+// actor.ErrStopped); so is one whose actor terminates before replying.
+// Plain sends through the port work as for Export.
+//
+// Errors: ErrNameTaken, ErrClosed.
+func ExportRequest[TR, R any, Req executor.RequestPtr[TR, R]](n *Node, name string, p actor.Port[Req], req Codec[Req], reply Codec[R]) error {
+	if req == nil || reply == nil {
+		panic("remote: ExportRequest with a nil codec")
+	}
+	pool := &sync.Pool{}
+	request := func(from *peer, id uint64, timeout time.Duration, payload []byte) {
+		m, err := req.Decode(payload)
+		if err != nil {
+			n.decodeFailed(name, err)
+			from.fail(id, codeDecode, err.Error())
+			return
+		}
+		r, _ := pool.Get().(*replier[R])
+		if r == nil {
+			r = &replier[R]{pool: pool}
+		}
+		r.n, r.from, r.id, r.codec = n, from, id, reply
+		if _, err := actor.Spawn(n.sys, r); err != nil {
+			r.Release()
+			n.deadLetter(name, err)
+			from.fail(id, failureCode(err), err.Error())
+			return
+		}
+		rp, err := actor.Bind(r, (*replier[R]).onReply)
+		if err == nil {
+			err = actor.AskAsync(p, m, rp, timeout)
+		}
+		if err != nil {
+			r.failed = true
+			_ = actor.SendPill(r, actor.DeleteMsg)
+			n.deadLetter(name, err)
+			from.fail(id, failureCode(err), err.Error())
+		}
+	}
+	return n.addExport(name, &export{hash: typeHash[Req](), send: deliverFunc(n, name, p, req), request: request})
+}
+
+// replier is the actor that receives the reply to one remote request (as
+// actor.AskAsync delivers it) and sends it to the asking node. Repliers are
+// pooled per export: Delete hands them back through Release.
+type replier[R any] struct {
+	actor.Actor
+	n      *Node
+	from   *peer
+	id     uint64
+	codec  Codec[R]
+	failed bool // the request was never sent: the pill ends it
+	pool   *sync.Pool
+}
+
+func (r *replier[R]) onReply(m *actor.Reply[R]) actor.Allocation {
+	if m.Err != nil {
+		r.from.fail(r.id, failureCode(m.Err), m.Err.Error())
+		return actor.Delete
+	}
+	var hb [16]byte
+	head := append(hb[:0], kindReply)
+	head = binary.AppendUvarint(head, r.id)
+	buf := getScratch()
+	payload, err := r.codec.Append((*buf)[:0], m.Value)
+	if err != nil {
+		r.n.st.encodeErrors.Add(1)
+		r.n.warn("remote: reply not encoded", "err", err)
+		r.from.fail(r.id, codeEncode, err.Error())
+	} else if err := r.from.put(head, payload, true, true); err != nil {
+		r.from.fail(r.id, codeEncode, err.Error()) // too large
+	}
+	putScratch(buf, payload)
+	return actor.Delete
+}
+
+// Release returns the replier to its pool (the Delete status).
+func (r *replier[R]) Release() {
+	r.n, r.from, r.id, r.failed = nil, nil, 0, false
+	r.pool.Put(r)
+}
+
+var scratch = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
+
+func getScratch() *[]byte { return scratch.Get().(*[]byte) }
+
+func putScratch(b *[]byte, used []byte) {
+	if cap(used) <= 64<<10 {
+		*b = used[:0]
+		scratch.Put(b)
+	}
+}
+
+// Import returns a port for the port exported as name by the node named
+// node, whose messages are encoded with c. Nothing is sent: a name that the
+// node does not export, or exports with another type, is refused there.
+//
+// Errors: ErrBadName (node is not a valid node name), ErrClosed.
+func Import[M any](n *Node, node, name string, c Codec[M]) (*Port[M], error) {
+	if c == nil {
+		panic("remote: Import with a nil codec")
+	}
+	if !validToken(node) {
+		return nil, fmt.Errorf("%w: %q", ErrBadName, node)
+	}
+	p := n.peer([]byte(node))
+	if p == nil {
+		return nil, ErrClosed
+	}
+	return &Port[M]{n: n, p: p, name: name, hash: typeHash[M](), codec: c}, nil
+}
+
+// ImportRequest is Import for a request port: the port also asks, its
+// replies decoded with reply.
+func ImportRequest[TR, R any, Req executor.RequestPtr[TR, R]](n *Node, node, name string, req Codec[Req], reply Codec[R]) (*RequestPort[Req, R], error) {
+	if reply == nil {
+		panic("remote: ImportRequest with a nil codec")
+	}
+	p, err := Import(n, node, name, req)
+	if err != nil {
+		return nil, err
+	}
+	return &RequestPort[Req, R]{Port: *p, reply: reply}, nil
+}
+
+// Node returns the name of the node the port sends to; Name the name it
+// was exported under.
+func (p *Port[M]) Node() string { return p.p.name }
+
+// Name returns the name the port was exported under.
+func (p *Port[M]) Name() string { return p.name }
+
+// Send encodes msg and sends it to the remote port, fire and forget: a nil
+// error means the message was handed to this node's NATS connection, not
+// that it arrived (see "Delivery" in the package documentation). msg may be
+// reused as soon as Send returns. Messages sent through ports of one node to
+// one other node arrive in the order of their Sends.
+//
+// Errors: ErrEncode (wrapping the codec's error), ErrTooLarge,
+// ErrNoResponders (the remote node is known to be down), ErrClosed.
+func (p *Port[M]) Send(msg M) error {
+	if p.p.down.Load() {
+		p.n.st.noResponders.Add(1)
+		return ErrNoResponders
+	}
+	var hb [64]byte
+	head := append(hb[:0], kindSend)
+	head = appendString(head, []byte(p.name))
+	head = binary.LittleEndian.AppendUint32(head, p.hash)
+	buf := getScratch()
+	payload, err := p.codec.Append((*buf)[:0], msg)
+	if err == nil {
+		err = p.p.put(head, payload, false, true)
+	} else {
+		p.n.st.encodeErrors.Add(1)
+		err = p.encodeErr(err)
+	}
+	putScratch(buf, payload)
+	if err == nil {
+		p.n.st.sent.Add(1)
+	}
+	return err
+}
+
+func (p *Port[M]) encodeErr(err error) error {
+	return fmt.Errorf("%w: %s for %s/%s: %w", ErrEncode, reflect.TypeFor[M](), p.p.name, p.name, err)
+}
+
+// Ask sends the request req and waits for the reply, or for ctx to end. The
+// remote actor receives the request as by actor.AskAsync with the time left
+// to ctx as its timeout. No goroutine is created per ask.
+//
+// Errors: those of Send; ErrNoResponders (the remote node has no
+// subscription: the request was not delivered); ErrUnknownName,
+// ErrWrongType, ErrDecode (the remote node refused the request);
+// actor.ErrTerminated, actor.ErrStopped (the remote actor ended before
+// replying); ErrEncode, ErrDecode for the reply; ErrClosed; ctx.Err() when
+// ctx ends first (a later reply is counted as late and dropped). Errors from
+// the remote node wrap ErrRemote too.
+func (p *RequestPort[Req, R]) Ask(ctx context.Context, req Req) (R, error) {
+	var zero R
+	n := p.n
+	if err := ctx.Err(); err != nil {
+		return zero, err
+	}
+	if p.p.down.Load() {
+		n.st.noResponders.Add(1)
+		return zero, ErrNoResponders
+	}
+	var tmo uint64
+	if dl, ok := ctx.Deadline(); ok {
+		tmo = uint64(max(time.Until(dl), time.Microsecond) / time.Microsecond)
+	}
+	buf := getScratch()
+	payload, err := p.codec.Append((*buf)[:0], req)
+	if err != nil {
+		putScratch(buf, payload)
+		n.st.encodeErrors.Add(1)
+		return zero, p.encodeErr(err)
+	}
+	c := &call{peer: p.p, ch: make(chan result, 1)}
+	id := n.register(c)
+	var hb [80]byte
+	head := append(hb[:0], kindRequest)
+	head = appendString(head, []byte(p.name))
+	head = binary.LittleEndian.AppendUint32(head, p.hash)
+	head = binary.AppendUvarint(head, id)
+	head = binary.AppendUvarint(head, tmo)
+	start := time.Now()
+	err = p.p.put(head, payload, true, true)
+	putScratch(buf, payload)
+	if err != nil {
+		n.unregister(id)
+		return zero, err
+	}
+	n.st.sent.Add(1)
+	var res result
+	select {
+	case res = <-c.ch:
+	case <-ctx.Done():
+		if n.unregister(id) {
+			n.st.asksTimedOut.Add(1)
+			return zero, ctx.Err()
+		}
+		res = <-c.ch // answered just as ctx ended
+	}
+	n.st.observe(time.Since(start))
+	if res.code != 0 {
+		return zero, failureErr(res.code, res.text)
+	}
+	v, err := p.reply.Decode(res.payload)
+	if err != nil {
+		n.st.decodeErrors.Add(1)
+		return zero, fmt.Errorf("%w: reply from %s/%s: %w", ErrDecode, p.p.name, p.name, err)
+	}
+	return v, nil
+}
+
+// Local adapts a local request port to Asker, so that code written against
+// Asker works with local and remote actors alike.
+func Local[TR, R any, Req executor.RequestPtr[TR, R]](p actor.Port[Req]) Asker[Req, R] {
+	return localAsker[TR, R, Req]{p}
+}
+
+type localAsker[TR, R any, Req executor.RequestPtr[TR, R]] struct{ p actor.Port[Req] }
+
+func (l localAsker[TR, R, Req]) Send(req Req) error { return l.p.Send(req) }
+
+func (l localAsker[TR, R, Req]) Ask(ctx context.Context, req Req) (R, error) {
+	return actor.Ask(ctx, l.p, req)
+}
+
+// Forward returns a local port whose messages are sent on to the remote
+// port to, by an actor spawned in sys for the purpose: local code (timers,
+// AskAsync replies, other actors) can then address the remote actor with an
+// ordinary actor.Port. A message the remote port refuses (ErrNoResponders,
+// ErrEncode...) is counted and logged as a dead letter. The forwarder
+// terminates when the remote port's node is closed (so that sys can stop):
+// sends to the local port then return actor.ErrTerminated.
+//
+// Errors: those of actor.Spawn, and ErrClosed.
+func Forward[T any, M actor.Msg[T]](sys *actor.System, to *Port[M]) (actor.Port[M], error) {
+	if to == nil {
+		panic("remote: Forward to a nil port")
+	}
+	f, err := actor.Spawn(sys, &forwarder[T, M]{to: to})
+	if err != nil {
+		return actor.Port[M]{}, err
+	}
+	p, err := actor.Bind(f, (*forwarder[T, M]).forward)
+	if err == nil && !to.n.onClose(func() { _ = actor.SendPill(f, actor.FinishedMsg) }) {
+		err = ErrClosed
+	}
+	if err != nil {
+		_ = actor.SendPill(f, actor.FinishedMsg)
+		return actor.Port[M]{}, err
+	}
+	return p, nil
+}
+
+type forwarder[T any, M actor.Msg[T]] struct {
+	actor.Actor
+	to *Port[M]
+}
+
+func (f *forwarder[T, M]) forward(m M) actor.Allocation {
+	if err := f.to.Send(m); err != nil {
+		f.to.n.deadLetter(f.to.name, err)
+	}
+	return actor.Nodelete
+}

@@ -1,0 +1,401 @@
+package remote_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/actord/actord/actor"
+	"github.com/actord/actord/remote"
+)
+
+func TestRoundTripTwoSystems(t *testing.T) {
+	url := startNATS(t, 0)
+	sysA, sysB := startSystem(t), startSystem(t)
+	a := connect(t, sysA, url, "a")
+	b := connect(t, sysB, url, "b")
+	store := serveStore(t, sysB, b)
+	c := importStore(t, a, "b")
+
+	const n = 5000
+	for i := range n {
+		must(t, c.add.Send(&Add{N: i}))
+	}
+	if got := ask(t, c.echo, &Echo{S: "hello"}); got != "hello" {
+		t.Fatalf("echo: %q", got)
+	}
+	var tot Totals
+	waitFor(t, 10*time.Second, "all adds", func() bool {
+		tot = ask(t, c.get, &Get{})
+		return tot.Count == n
+	})
+	if tot.OutOfOrder != 0 || tot.Sum != n*(n-1)/2 {
+		t.Fatalf("totals %+v", tot)
+	}
+	sa, sb := a.Stats(), b.Stats()
+	if sa.Sent < n+2 || sb.Received < n+2 || sa.FramesSent >= sa.Sent {
+		t.Errorf("stats a %+v, b %+v (frames should batch)", sa, sb)
+	}
+	if sa.AskLatency.Count < 2 || sa.AsksPending != 0 {
+		t.Errorf("ask stats %+v", sa)
+	}
+	must(t, actor.SendPill(store, actor.FinishedMsg))
+	a.Close()
+	b.Close()
+	stopSystem(t, sysA)
+	stopSystem(t, sysB)
+}
+
+func TestJSONDoesNotEncodeMessageHeader(t *testing.T) {
+	b, err := remote.JSON[*Add]().Append(nil, &Add{N: 7})
+	must(t, err)
+	if string(b) != `{"N":7}` {
+		t.Errorf("Add: %s", b)
+	}
+	b, err = remote.JSON[*Get]().Append(nil, &Get{Delay: 3})
+	must(t, err)
+	if string(b) != `{"Delay":3}` {
+		t.Errorf("Get: %s", b)
+	}
+	m, err := remote.CBOR[*Add]().Decode(must2(remote.CBOR[*Add]().Append(nil, &Add{N: 9})))
+	if err != nil || m.N != 9 {
+		t.Errorf("cbor round trip: %v %v", m, err)
+	}
+}
+
+func must2(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// badCodec encodes garbage for a valid type name, or fails to encode.
+type badCodec[T any] struct{ failEncode bool }
+
+var errBadCodec = errors.New("bad codec")
+
+func (c badCodec[T]) Append(dst []byte, v T) ([]byte, error) {
+	if c.failEncode {
+		return dst, errBadCodec
+	}
+	return append(dst, 0xff, 0xfe, 0x00), nil
+}
+
+func (badCodec[T]) Decode([]byte) (T, error) {
+	var zero T
+	return zero, errBadCodec
+}
+
+type Other struct {
+	actor.Request[string]
+	X int
+}
+
+func TestRefused(t *testing.T) {
+	url := startNATS(t, 0)
+	sysA, sysB := startSystem(t), startSystem(t)
+	a := connect(t, sysA, url, "a")
+	b := connect(t, sysB, url, "b")
+	store := serveStore(t, sysB, b)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+
+	// Unknown name.
+	unknown, err := remote.ImportRequest(a, "b", "nope", remote.JSON[*Echo](), remote.JSON[string]())
+	must(t, err)
+	if _, err := unknown.Ask(ctx, &Echo{}); !errors.Is(err, remote.ErrUnknownName) || !errors.Is(err, remote.ErrRemote) {
+		t.Errorf("unknown name: %v", err)
+	}
+	must(t, unknown.Send(&Echo{}))
+
+	// Wrong type: "echo" takes *Echo, not *Other.
+	wrong, err := remote.ImportRequest(a, "b", "echo", remote.JSON[*Other](), remote.JSON[string]())
+	must(t, err)
+	if _, err := wrong.Ask(ctx, &Other{}); !errors.Is(err, remote.ErrWrongType) {
+		t.Errorf("wrong type: %v", err)
+	}
+	must(t, wrong.Send(&Other{}))
+	// Asking a one-way export is a wrong type too.
+	askAdd, err := remote.ImportRequest(a, "b", "add", remote.JSON[*Get](), remote.JSON[Totals]())
+	must(t, err)
+	if _, err := askAdd.Ask(ctx, &Get{}); !errors.Is(err, remote.ErrWrongType) {
+		t.Errorf("ask of a one-way export: %v", err)
+	}
+
+	// Undecodable payload: a dead letter there, ErrDecode for an ask.
+	garbled, err := remote.ImportRequest(a, "b", "echo", remote.Codec[*Echo](badCodec[*Echo]{}), remote.CBOR[string]())
+	must(t, err)
+	if _, err := garbled.Ask(ctx, &Echo{}); !errors.Is(err, remote.ErrDecode) {
+		t.Errorf("undecodable: %v", err)
+	}
+	garbledAdd, err := remote.Import(a, "b", "add", remote.Codec[*Add](badCodec[*Add]{}))
+	must(t, err)
+	must(t, garbledAdd.Send(&Add{}))
+
+	// Encode failure: a clear error to the sender, nothing sent.
+	failing, err := remote.Import(a, "b", "add", remote.Codec[*Add](badCodec[*Add]{failEncode: true}))
+	must(t, err)
+	if err := failing.Send(&Add{}); !errors.Is(err, remote.ErrEncode) || !errors.Is(err, errBadCodec) {
+		t.Errorf("encode failure: %v", err)
+	}
+
+	c := importStore(t, a, "b")
+	waitFor(t, 5*time.Second, "refusals counted", func() bool {
+		s := b.Stats()
+		return s.UnknownName == 2 && s.WrongType == 3 && s.DecodeErrors == 2
+	})
+	// The node goes on serving.
+	if got := ask(t, c.echo, &Echo{S: "still"}); got != "still" {
+		t.Fatal(got)
+	}
+	if s := a.Stats(); s.EncodeErrors != 1 {
+		t.Errorf("encode errors %d", s.EncodeErrors)
+	}
+	must(t, actor.SendPill(store, actor.FinishedMsg))
+	stopSystem(t, sysA)
+	stopSystem(t, sysB)
+}
+
+func TestTooLarge(t *testing.T) {
+	url := startNATS(t, 4096)
+	sys := startSystem(t)
+	a := connect(t, sys, url, "a")
+	p, err := remote.Import(a, "b", "echo", remote.JSON[*Echo]())
+	must(t, err)
+	big := make([]byte, 5000)
+	for i := range big {
+		big[i] = 'x'
+	}
+	if err := p.Send(&Echo{S: string(big)}); !errors.Is(err, remote.ErrTooLarge) {
+		t.Fatalf("large send: %v", err)
+	}
+	stopSystem(t, sys)
+}
+
+func TestNodeRestart(t *testing.T) {
+	url := startNATS(t, 0)
+	sysA, sysB := startSystem(t), startSystem(t)
+	a := connect(t, sysA, url, "a")
+	b := connect(t, sysB, url, "b")
+	store := serveStore(t, sysB, b)
+	c := importStore(t, a, "b")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	for i := range 100 {
+		must(t, c.add.Send(&Add{N: i}))
+	}
+	ask(t, c.echo, &Echo{S: "up"})
+
+	// b goes away: asks fail with ErrNoResponders, then sends fail fast.
+	b.Close()
+	must(t, actor.SendPill(store, actor.FinishedMsg))
+	if _, err := c.echo.Ask(ctx, &Echo{S: "down"}); !errors.Is(err, remote.ErrNoResponders) {
+		t.Fatalf("ask to a stopped node: %v", err)
+	}
+	if err := c.add.Send(&Add{N: 100}); !errors.Is(err, remote.ErrNoResponders) {
+		t.Fatalf("send to a stopped node: %v", err)
+	}
+	if s := a.Stats(); s.PeersDown != 1 || s.NoResponders < 2 {
+		t.Errorf("stats while down: %+v", s)
+	}
+
+	// b comes back under the same name: the probe finds it, sends resume.
+	b2 := connect(t, sysB, url, "b")
+	store2 := serveStore(t, sysB, b2)
+	waitFor(t, 5*time.Second, "sends to resume", func() bool {
+		return c.add.Send(&Add{N: 0}) == nil
+	})
+	for i := 1; i < 50; i++ {
+		must(t, c.add.Send(&Add{N: i}))
+	}
+	waitFor(t, 5*time.Second, "the resumed adds", func() bool {
+		tot := ask(t, c.get, &Get{})
+		return tot.Count == 50 && tot.OutOfOrder == 0
+	})
+	must(t, actor.SendPill(store2, actor.FinishedMsg))
+	b2.Close()
+	a.Close()
+	stopSystem(t, sysA)
+	stopSystem(t, sysB)
+}
+
+func TestSlowConsumer(t *testing.T) {
+	url := startNATS(t, 0)
+	sysA, sysB := startSystem(t), startSystem(t)
+	a := connect(t, sysA, url, "a")
+	b := connect(t, sysB, url, "b")
+	store := serveStore(t, sysB, b)
+	c := importStore(t, a, "b")
+
+	// The store is busy for 300ms: sends do not wait for it, asks with a
+	// shorter deadline end with it, and nothing is lost or reordered.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	must(t, c.get.Send(&Get{Delay: 300 * time.Millisecond}))
+	start := time.Now()
+	for i := range 2000 {
+		must(t, c.add.Send(&Add{N: i}))
+	}
+	if d := time.Since(start); d > 250*time.Millisecond {
+		t.Errorf("sends waited for the slow actor: %v", d)
+	}
+	short, cancelShort := context.WithTimeout(ctx, 50*time.Millisecond)
+	_, err := c.echo.Ask(short, &Echo{S: "late"})
+	cancelShort()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("short ask: %v", err)
+	}
+	tot := ask(t, c.get, &Get{})
+	if tot.Count != 2000 || tot.OutOfOrder != 0 {
+		t.Fatalf("totals %+v", tot)
+	}
+	if s := a.Stats(); s.AsksTimedOut != 1 {
+		t.Errorf("asks timed out %d", s.AsksTimedOut)
+	}
+	waitFor(t, 5*time.Second, "the late reply to be dropped", func() bool {
+		return a.Stats().LateReplies == 1
+	})
+	must(t, actor.SendPill(store, actor.FinishedMsg))
+	a.Close()
+	b.Close()
+	stopSystem(t, sysA)
+	stopSystem(t, sysB)
+}
+
+func TestConcurrentAskers(t *testing.T) {
+	url := startNATS(t, 0)
+	sysA, sysB := startSystem(t), startSystem(t)
+	a := connect(t, sysA, url, "a")
+	b := connect(t, sysB, url, "b")
+	store := serveStore(t, sysB, b)
+	c := importStore(t, a, "b")
+
+	const askers, asks = 32, 100
+	var ok, timedOut atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for g := range askers {
+		wg.Go(func() {
+			for i := range asks {
+				// Deadlines from 50µs (often too short) to 2s.
+				d := 50 * time.Microsecond << (i % 16)
+				ctx, cancel := context.WithTimeout(context.Background(), min(d, 2*time.Second))
+				s := fmt.Sprint(g, "/", i)
+				got, err := c.echo.Ask(ctx, &Echo{S: s})
+				cancel()
+				switch {
+				case err == nil && got == s:
+					ok.Add(1)
+				case errors.Is(err, context.DeadlineExceeded):
+					timedOut.Add(1)
+				default:
+					t.Errorf("ask %s: %q, %v", s, got, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if ok.Load()+timedOut.Load() != askers*asks || ok.Load() == 0 {
+		t.Fatalf("ok %d, timed out %d", ok.Load(), timedOut.Load())
+	}
+	t.Logf("%d asks in %v: %d answered, %d timed out", askers*asks, time.Since(start), ok.Load(), timedOut.Load())
+	if s := a.Stats(); s.AsksPending != 0 {
+		t.Errorf("asks pending %d", s.AsksPending)
+	}
+	must(t, actor.SendPill(store, actor.FinishedMsg))
+	a.Close()
+	b.Close()
+	stopSystem(t, sysA)
+	stopSystem(t, sysB)
+}
+
+func TestCloseEndsAsksAndForwarders(t *testing.T) {
+	url := startNATS(t, 0)
+	sysA, sysB := startSystem(t), startSystem(t)
+	a := connect(t, sysA, url, "a")
+	b := connect(t, sysB, url, "b")
+	store := serveStore(t, sysB, b)
+	c := importStore(t, a, "b")
+
+	// A local port forwarding into the remote one, and a local asker.
+	fwd, err := remote.Forward(sysA, c.add)
+	must(t, err)
+	var s remote.Sender[*Add] = fwd // a local port and a remote port are both Senders
+	for i := range 10 {
+		must(t, s.Send(&Add{N: i}))
+	}
+	waitFor(t, 5*time.Second, "forwarded adds", func() bool { return ask(t, c.get, &Get{}).Count == 10 })
+	getPort, _ := actor.Bind(store, (*Store).OnGet)
+	var local remote.Asker[*Get, Totals] = remote.Local(getPort)
+	if tot := ask(t, local, &Get{}); tot.Count != 10 {
+		t.Fatalf("local ask %+v", tot)
+	}
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.get.Ask(context.Background(), &Get{Delay: 200 * time.Millisecond})
+		done <- err
+	}()
+	waitFor(t, 5*time.Second, "the ask to be pending", func() bool { return a.Stats().AsksPending == 1 })
+	a.Close()
+	if err := <-done; !errors.Is(err, remote.ErrClosed) {
+		t.Fatalf("pending ask at close: %v", err)
+	}
+	if err := c.add.Send(&Add{}); !errors.Is(err, remote.ErrClosed) {
+		t.Fatalf("send after close: %v", err)
+	}
+	if err := fwd.Send(&Add{}); !errors.Is(err, actor.ErrTerminated) {
+		t.Fatalf("forwarder after close: %v", err)
+	}
+	must(t, actor.SendPill(store, actor.FinishedMsg))
+	b.Close()
+	stopSystem(t, sysA)
+	stopSystem(t, sysB)
+}
+
+func TestBadNames(t *testing.T) {
+	url := startNATS(t, 0)
+	sys := startSystem(t)
+	if _, err := remote.Connect(sys, url, "a.b"); !errors.Is(err, remote.ErrBadName) {
+		t.Errorf("connect: %v", err)
+	}
+	a := connect(t, sys, url, "a")
+	if _, err := remote.Import(a, "x*", "p", remote.JSON[*Add]()); !errors.Is(err, remote.ErrBadName) {
+		t.Errorf("import: %v", err)
+	}
+	st := must3(actor.Spawn(sys, &Store{}))
+	p, _ := actor.Bind(st, (*Store).OnAdd)
+	must(t, remote.Export(a, "add", p, remote.JSON[*Add]()))
+	if err := remote.Export(a, "add", p, remote.JSON[*Add]()); !errors.Is(err, remote.ErrNameTaken) {
+		t.Errorf("export twice: %v", err)
+	}
+	must(t, a.Unexport("add"))
+	if err := a.Unexport("add"); !errors.Is(err, remote.ErrUnknownName) {
+		t.Errorf("unexport twice: %v", err)
+	}
+	func() {
+		defer func() {
+			if r := recover(); r == nil || fmt.Sprint(r)[:8] != "remote: " {
+				t.Errorf("panic %v", r)
+			}
+		}()
+		remote.Export[*Add](a, "x", p, nil)
+	}()
+	a.Close()
+	must(t, p.Send(&Add{}))
+	must(t, actor.SendPill(st, actor.FinishedMsg))
+	stopSystem(t, sys)
+}
+
+func must3[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}

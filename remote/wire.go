@@ -1,0 +1,122 @@
+package remote
+
+import (
+	"encoding/binary"
+	"errors"
+	"hash/fnv"
+	"reflect"
+)
+
+// The wire format. Every NATS message between nodes is a frame:
+//
+//	frame   = version(1 byte) sender(string) record*
+//	string  = uvarint length, bytes
+//	record  = kind(1 byte) body
+//	send    = name(string) type(4 bytes) payload(string)
+//	request = name(string) type(4 bytes) id(uvarint) timeout-µs(uvarint, 0: none) payload(string)
+//	reply   = id(uvarint) payload(string)
+//	failure = id(uvarint) code(1 byte) text(string)
+//	ping, pong: no body
+//
+// The record's name and type are its header: the NATS subject names only
+// the node. NATS headers are not used for data frames (nats.go parses them
+// into a map per message); the server's no-responders status is the only
+// NATS header message a node reads.
+const (
+	wireVersion = 1
+
+	kindSend    = 1
+	kindRequest = 2
+	kindReply   = 3
+	kindFailure = 4
+	kindPing    = 5
+	kindPong    = 6
+)
+
+// Failure codes carried by failure records.
+const (
+	codeUnknownName = 1
+	codeWrongType   = 2
+	codeDecode      = 3
+	codeEncode      = 4
+	codeTerminated  = 5
+	codeStopped     = 6
+	codeDeadline    = 7
+	codeOther       = 8
+)
+
+var errMalformed = errors.New("remote: malformed frame")
+
+// typeHash identifies a message type on the wire: the FNV-1a hash of the
+// Go type's name without its package path, pointers dereferenced ("Add" for
+// *pkg.Add), so that two programs that declare the same message type in
+// different packages agree.
+func typeHash[M any]() uint32 {
+	t := reflect.TypeFor[M]()
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	name := t.Name()
+	if name == "" {
+		name = t.String()
+	}
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	return h.Sum32()
+}
+
+func appendString(b []byte, s []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// reader parses a frame; after an error every read returns zero values and
+// err stays set.
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) byte() byte {
+	if r.err != nil || len(r.b) == 0 {
+		r.err = errMalformed
+		return 0
+	}
+	c := r.b[0]
+	r.b = r.b[1:]
+	return c
+}
+
+func (r *reader) uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.err = errMalformed
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) u32() uint32 {
+	if r.err != nil || len(r.b) < 4 {
+		r.err = errMalformed
+		return 0
+	}
+	v := binary.LittleEndian.Uint32(r.b)
+	r.b = r.b[4:]
+	return v
+}
+
+func (r *reader) bytes() []byte {
+	n := r.uvarint()
+	if r.err != nil || n > uint64(len(r.b)) {
+		r.err = errMalformed
+		return nil
+	}
+	s := r.b[:n:n]
+	r.b = r.b[n:]
+	return s
+}

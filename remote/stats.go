@@ -48,11 +48,11 @@ var AskLatencyBounds = []float64{25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5
 // whichever goroutine does the counted thing, read by Stats.
 type counters struct {
 	sent, received, framesOut, framesIn, bytesOut, bytesIn atomic.Uint64
-	encodeErrors, decodeErrors, unknownName, wrongType      atomic.Uint64
-	deadLetters, noResponders, publishErrors                atomic.Uint64
-	asksTimedOut, lateReplies                               atomic.Uint64
-	latCounts                                               []atomic.Uint64
-	latSum                                                  atomic.Int64 // nanoseconds
+	encodeErrors, decodeErrors, unknownName, wrongType     atomic.Uint64
+	deadLetters, noResponders, publishErrors               atomic.Uint64
+	asksTimedOut, lateReplies                              atomic.Uint64
+	latCounts                                              []atomic.Uint64
+	latSum                                                 atomic.Int64 // nanoseconds
 }
 
 func (c *counters) init() { c.latCounts = make([]atomic.Uint64, len(AskLatencyBounds)+1) }

@@ -1,0 +1,153 @@
+package remote_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/actord/actord/actor"
+	"github.com/actord/actord/remote"
+	"github.com/nats-io/nats.go"
+)
+
+// The benchmarks put each remote operation beside raw nats.go doing the
+// same work through the same embedded server, in the same run:
+//
+//	go test -run XXX -bench . -count 5 . > bench.txt
+//	go run golang.org/x/perf/cmd/benchstat@latest -col /impl bench.txt
+
+// BenchmarkRequestReply is one request/reply round trip between two
+// connections: raw nats.go Request and Respond, and remote Ask of an actor
+// on another node (another system) that replies.
+func BenchmarkRequestReply(b *testing.B) {
+	url := startNATS(b, 0)
+	b.Run("impl=raw", func(b *testing.B) {
+		srv, cli := natsConn(b, url), natsConn(b, url)
+		sub, err := srv.Subscribe("echo", func(m *nats.Msg) { m.Respond(m.Data) })
+		must(b, err)
+		defer sub.Unsubscribe()
+		must(b, srv.Flush())
+		payload := []byte("hello")
+		b.ResetTimer()
+		for b.Loop() {
+			if _, err := cli.Request("echo", payload, 5*time.Second); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("impl=remote", func(b *testing.B) { benchAsk(b, url, startSystem(b)) })
+}
+
+func benchAsk(b *testing.B, url string, sysB *actor.System) {
+	{
+		sysA := startSystem(b)
+		a := connect(b, sysA, url, "a")
+		n := connect(b, sysB, url, "b")
+		store := serveStore(b, sysB, n)
+		c := importStore(b, a, "b")
+		ctx := context.Background()
+		req := &Echo{S: "hello"}
+		b.ResetTimer()
+		for b.Loop() {
+			if _, err := c.echo.Ask(ctx, req); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		must(b, actor.SendPill(store, actor.FinishedMsg))
+		a.Close()
+		n.Close()
+		stopSystem(b, sysA)
+		stopSystem(b, sysB)
+	}
+}
+
+// BenchmarkOneWay is the throughput of small one-way messages from one
+// sender to one receiver, the time per message until the last has arrived:
+// raw nats.go Publish to a subscription that counts, and remote Port.Send to
+// an actor that counts.
+func BenchmarkOneWay(b *testing.B) {
+	url := startNATS(b, 0)
+	b.Run("impl=raw", func(b *testing.B) {
+		srv, cli := natsConn(b, url), natsConn(b, url)
+		var got atomic.Int64
+		done := make(chan struct{}, 1)
+		target := int64(b.N)
+		sub, err := srv.Subscribe("sink", func(*nats.Msg) {
+			if got.Add(1) == target {
+				done <- struct{}{}
+			}
+		})
+		must(b, err)
+		must(b, sub.SetPendingLimits(-1, -1))
+		defer sub.Unsubscribe()
+		must(b, srv.Flush())
+		payload := []byte{1, 2, 3, 4, 5, 6, 7, 8}
+		b.ResetTimer()
+		for range b.N {
+			if err := cli.Publish("sink", payload); err != nil {
+				b.Fatal(err)
+			}
+		}
+		waitDone(b, done)
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msg/s")
+		if d, _ := sub.Dropped(); d > 0 {
+			b.Fatalf("%d dropped", d)
+		}
+	})
+	b.Run("impl=remote", func(b *testing.B) {
+		sysA, sysB := startSystem(b), startSystem(b)
+		a := connect(b, sysA, url, "a")
+		n := connect(b, sysB, url, "b")
+		sink, err := actor.Spawn(sysB, &Sink{target: b.N, done: make(chan struct{}, 1)})
+		must(b, err)
+		p, _ := actor.Bind(sink, (*Sink).OnAdd)
+		must(b, remote.Export(n, "sink", p, remote.CBOR[*Add]()))
+		port, err := remote.Import(a, "b", "sink", remote.CBOR[*Add]())
+		must(b, err)
+		msg := &Add{N: 12345}
+		b.ResetTimer()
+		for range b.N {
+			if err := port.Send(msg); err != nil {
+				b.Fatal(err)
+			}
+		}
+		waitDone(b, sink.done)
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msg/s")
+		b.StopTimer()
+		must(b, actor.SendPill(sink, actor.FinishedMsg))
+		a.Close()
+		n.Close()
+		stopSystem(b, sysA)
+		stopSystem(b, sysB)
+	})
+}
+
+type Sink struct {
+	actor.Actor
+	n, target int
+	done      chan struct{}
+}
+
+func (s *Sink) OnAdd(*Add) actor.Allocation {
+	if s.n++; s.n == s.target {
+		s.done <- struct{}{}
+	}
+	return actor.Nodelete
+}
+
+func natsConn(b *testing.B, url string) *nats.Conn {
+	nc, err := nats.Connect(url)
+	must(b, err)
+	b.Cleanup(nc.Close)
+	return nc
+}
+
+func waitDone(b *testing.B, done chan struct{}) {
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		b.Fatal("messages lost")
+	}
+}

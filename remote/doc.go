@@ -1,0 +1,133 @@
+// Package remote lets actors of different processes talk over NATS: a node
+// exports local ports under names, other nodes import them as typed remote
+// ports and send to them, or ask them, with the same call shapes as local
+// ports.
+//
+// # Nodes, exports, imports
+//
+// A Node is one actor system's presence on NATS: Connect gives it a name,
+// one NATS connection and one subscription on its own subject
+// ("actord.<name>"). Messages for all of the node's actors go to that one
+// subject; the name they were exported under travels in each message's
+// header, inside the payload.
+//
+//	// Node "shop" (process 1): export a local port.
+//	node, err := remote.Connect(sys, "nats://127.0.0.1:4222", "shop")
+//	orders, _ := actor.Bind(desk, (*Desk).OnOrder)
+//	err = remote.Export(node, "orders", orders, remote.CBOR[*Order]())
+//
+//	// Node "web" (process 2): import it and send.
+//	node, err := remote.Connect(sys, "nats://127.0.0.1:4222", "web")
+//	orders, err := remote.Import(node, "shop", "orders", remote.CBOR[*Order]())
+//	err = orders.Send(&Order{Item: "tea", Qty: 2})
+//
+// A request port (its message type embeds actor.Request[R]) is exported
+// with ExportRequest and imported with ImportRequest; its Ask waits for the
+// typed reply or for the context:
+//
+//	price, err := prices.Ask(ctx, &Quote{Item: "tea"}) // price is an R
+//
+// On the exporting node the request reaches the actor as by actor.AskAsync
+// with the time left to the asker's context as its timeout; the behaviour
+// answers with m.Reply as for a local ask, and the reply goes back to the
+// asking node.
+//
+// Code that should not care where an actor lives takes a Sender[M] (both
+// actor.Port[M] and *Port[M] are Senders) or an Asker[Req, R] (*RequestPort
+// is one; Local adapts a local port). Forward turns a remote port into a
+// local actor.Port, for timers, AskAsync replies and actors that only know
+// local ports.
+//
+// # Types and codecs
+//
+// A Codec encodes one type. JSON and CBOR encode plain structs, Proto
+// encodes message types that embed a generated protobuf message (a schema
+// shared by both ends). The embedded actor.Message and actor.Request carry
+// no data and are never encoded. Both ends of a port must use the same
+// codec.
+//
+// Each message carries the exported name and a 32-bit hash of its type's
+// name without package path ("Order" for *shop.Order), so two programs may
+// declare the message type in different packages. A node delivers only to
+// names it exported, and only messages whose type hash matches the export:
+// a message for another name or of another type is refused and counted
+// (Stats.UnknownName, Stats.WrongType); an ask so refused fails with
+// ErrUnknownName or ErrWrongType.
+//
+// A message that fails to encode is an error to the sender (ErrEncode,
+// wrapping the codec's error), and nothing is sent. A payload that fails to
+// decode on the receiving node is a dead letter: counted
+// (Stats.DecodeErrors), logged, never delivered and never a crash; an ask so
+// dropped fails with ErrDecode. A decoded message that the local port
+// refuses (its actor terminated) is counted in Stats.DeadLetters.
+//
+// # Delivery
+//
+// Delivery is at most once, as core NATS is: nothing is stored or
+// retransmitted. A nil error from Send means the message was handed to this
+// node's NATS connection, not that it arrived.
+//
+// Ordering: messages sent from one node to another, through any of its
+// ports, arrive in the order of their Sends and Asks (one connection per
+// node, one publisher at a time per destination, one subscription per node),
+// and are delivered to the local ports in that order; so per-sender FIFO
+// holds as for local sends. Messages from different nodes are not ordered
+// with each other.
+//
+// A node that is down, restarting or not started has no subscription on the
+// NATS server. The server then answers "no responders" to the sending node,
+// which marks the destination down: its pending asks fail with
+// ErrNoResponders, and later Sends and Asks to it fail at once with
+// ErrNoResponders instead of being published. While it is down the node is
+// probed (WithProbeInterval, default 250ms); when it answers, sends resume.
+// The messages sent before the "no responders" came back (about one round
+// trip to the server) are lost without error: core NATS gives a one-way
+// publish no other signal. Use an ask where the sender must know.
+//
+// A node that is up but slow never slows senders: its NATS subscription
+// hands messages to the actors' mailboxes, which do not block; asks to a
+// busy actor end with their context (ctx.Err()), and a reply after that is
+// counted (Stats.LateReplies) and dropped. If the receiving node itself
+// falls behind (its subscription's pending limits are exceeded), the NATS
+// client drops frames and counts them (Stats.Dropped).
+//
+// Asks time out only by their context: Ask returns ctx.Err() when ctx ends
+// first. An ask with no deadline waits until the reply, the remote actor's
+// termination, the node's "no responders", or Close.
+//
+// Size: one encoded message, with its header, must fit in one NATS message
+// (the server's max_payload, 1 MiB by default); a larger one fails with
+// ErrTooLarge.
+//
+// # Batching
+//
+// One-way sends are batched: records for one destination are appended to a
+// frame that a flusher goroutine publishes; while it publishes, later sends
+// fill the next frame, so a busy link carries many messages per NATS
+// message (up to 64 KiB) and an idle one publishes each message at once.
+// Asks and replies are published by the caller's goroutine when nobody is
+// publishing, so that they wait for no goroutine switch. A reply is
+// published from the worker running the replying behaviour: writing to the
+// connection's buffer is brief, but the worker waits if NATS's buffer is
+// full.
+//
+// # Security
+//
+// A node uses the NATS connection as configured by WithNATS: credentials,
+// NKeys, TLS and authorization are NATS's (nats.UserCredentials,
+// nats.Secure, nats.RootCAs...), not re-implemented here. Subject
+// permissions on the server decide which nodes may publish to which node's
+// subject; a node delivers only to what it exported.
+//
+// # Observability
+//
+// Node.Stats returns the node's counters; package remotemetrics exports
+// them to Prometheus.
+//
+// # Concurrency
+//
+// A Node and its ports are safe for concurrent use by any goroutines,
+// behaviours included (Ask from a behaviour blocks its worker: use it from
+// goroutines, or through Forward and actor.Go). Incoming messages are
+// delivered by the node's subscription goroutine with ordinary port sends.
+package remote

@@ -9,8 +9,9 @@ import (
 
 // Codec turns values of type T into bytes and back. Both ends of a port
 // must use codecs that agree on the bytes; the wire also carries a hash of
-// the message type's name (see "Types" in the package documentation), not
-// the codec.
+// the message type's name (see "Types and codecs" in the package
+// documentation). A codec with a method TypeName() string names the type
+// itself (Proto does: the protobuf message's full name).
 //
 // Append appends the encoding of v to dst and returns the extended slice;
 // Decode returns a new T decoded from data, which it must not retain after it
@@ -90,6 +91,12 @@ type protoCodec[T any, M interface {
 
 func (protoCodec[T, M]) Append(dst []byte, v M) ([]byte, error) {
 	return proto.MarshalOptions{}.MarshalAppend(dst, v)
+}
+
+// TypeName identifies the type on the wire by the protobuf message's full
+// name, so that the Go types on the two ends may differ.
+func (protoCodec[T, M]) TypeName() string {
+	return string(M(new(T)).ProtoReflect().Descriptor().FullName())
 }
 
 func (protoCodec[T, M]) Decode(data []byte) (M, error) {

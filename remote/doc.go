@@ -47,8 +47,10 @@
 // codec.
 //
 // Each message carries the exported name and a 32-bit hash of its type's
-// name without package path ("Order" for *shop.Order), so two programs may
-// declare the message type in different packages. A node delivers only to
+// name: the Go type's name without package path ("Order" for *shop.Order),
+// so two programs may declare the message type in different packages, or,
+// with Proto, the protobuf message's full name ("shop.v1.Order"), whatever
+// the Go type that embeds it. A node delivers only to
 // names it exported, and only messages whose type hash matches the export:
 // a message for another name or of another type is refused and counted
 // (Stats.UnknownName, Stats.WrongType); an ask so refused fails with

@@ -53,7 +53,7 @@ func Export[M any](n *Node, name string, p actor.Port[M], c Codec[M]) error {
 	if c == nil {
 		panic("remote: Export with a nil codec")
 	}
-	return n.addExport(name, &export{hash: typeHash[M](), send: deliverFunc(n, name, p, c)})
+	return n.addExport(name, &export{hash: typeHash(c), send: deliverFunc(n, name, p, c)})
 }
 
 func deliverFunc[M any](n *Node, name string, p actor.Port[M], c Codec[M]) func([]byte) {
@@ -112,7 +112,7 @@ func ExportRequest[TR, R any, Req executor.RequestPtr[TR, R]](n *Node, name stri
 			from.fail(id, failureCode(err), err.Error())
 		}
 	}
-	return n.addExport(name, &export{hash: typeHash[Req](), send: deliverFunc(n, name, p, req), request: request})
+	return n.addExport(name, &export{hash: typeHash(req), send: deliverFunc(n, name, p, req), request: request})
 }
 
 // replier is the actor that receives the reply to one remote request (as
@@ -182,7 +182,7 @@ func Import[M any](n *Node, node, name string, c Codec[M]) (*Port[M], error) {
 	if p == nil {
 		return nil, ErrClosed
 	}
-	return &Port[M]{n: n, p: p, name: name, hash: typeHash[M](), codec: c}, nil
+	return &Port[M]{n: n, p: p, name: name, hash: typeHash(c), codec: c}, nil
 }
 
 // ImportRequest is Import for a request port: the port also asks, its

@@ -51,14 +51,23 @@ var errMalformed = errors.New("remote: malformed frame")
 // Go type's name without its package path, pointers dereferenced ("Add" for
 // *pkg.Add), so that two programs that declare the same message type in
 // different packages agree.
-func typeHash[M any]() uint32 {
-	t := reflect.TypeFor[M]()
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	name := t.Name()
-	if name == "" {
-		name = t.String()
+//
+// A codec that has a TypeName() string method names the type itself: Proto
+// gives the protobuf message's full name, so any Go type embedding that
+// message matches.
+func typeHash[M any](c Codec[M]) uint32 {
+	var name string
+	if tn, ok := c.(interface{ TypeName() string }); ok {
+		name = tn.TypeName()
+	} else {
+		t := reflect.TypeFor[M]()
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		name = t.Name()
+		if name == "" {
+			name = t.String()
+		}
 	}
 	h := fnv.New32a()
 	h.Write([]byte(name))

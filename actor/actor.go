@@ -92,14 +92,27 @@ type Msg[T any] = executor.MessagePtr[T]
 // the Release hook handed it to (a pool), even while Release is returning.
 // An actor alive in a system stopped by an ended context counts as
 // terminated once Stop has returned.
-func Spawn[T any, A Ref[T]](sys *System, a A) (A, error) {
+//
+// Options choose the actor's failure handling and flow control
+// (WithRestart, WithResume, WithEscalate, WithMailbox); without them it is
+// a plain actor: a panic terminates it, its mailbox is unbounded. They cost
+// nothing to actors that do not use them. Errors with options: also
+// ErrConfig for invalid ones.
+func Spawn[T any, A Ref[T]](sys *System, a A, opts ...SpawnOption) (A, error) {
 	if a == nil {
 		panic("actor: Spawn of a nil actor")
 	}
 	if sys == nil || sys.e == nil {
 		return a, ErrNotStarted
 	}
-	return a, executor.Spawn(sys.e, a.actorCell(), a)
+	if len(opts) == 0 {
+		return a, executor.Spawn(sys.e, a.actorCell(), a)
+	}
+	var o executor.SpawnOptions
+	for _, opt := range opts {
+		opt.applySpawn(&o)
+	}
+	return a, executor.SpawnWith(sys.e, a.actorCell(), a, o)
 }
 
 // Send queues msg for the actor to and returns at once; the executor later

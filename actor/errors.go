@@ -18,6 +18,7 @@ var (
 	ErrAskInBehaviour  = executor.ErrAskInBehaviour
 	ErrNoRequester     = executor.ErrNoRequester
 	ErrReplied         = executor.ErrReplied
+	ErrMailboxFull     = executor.ErrMailboxFull
 )
 
 // PanicError reports a behaviour that panicked; see executor.PanicError.

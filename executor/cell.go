@@ -53,13 +53,25 @@ type Destroyer interface{ Destroy() }
 // example to a sync.Pool.
 type Releaser interface{ Release() }
 
-// Cell state word: the low 3 bits are the lifecycle state, the upper 29 bits
-// the incarnation, advanced by every Spawn. Transitions, per incarnation:
+// Cell state word: the low 3 bits are the lifecycle state (the kind), bits 3
+// and 4 flags whose meaning depends on the kind, and the upper 27 bits the
+// incarnation, advanced by every Spawn. Transitions, per incarnation:
 // new or dead -> spawning (Spawn's CAS, with the next incarnation) -> alive
 // (Spawn's store) -> ending (the worker that terminates it, while the
-// Destroy hook runs) -> dead (before the Release hook, which hands the
-// object to whoever may spawn it again). An alive cell whose executor has
-// shut down counts as dead too (see Cell.Alive and Spawn).
+// Stopped and Destroy hooks run) -> dead (before the Release hook, which
+// hands the object to whoever may spawn it again). An alive cell whose
+// executor has shut down counts as dead too (see Cell.Alive and Spawn).
+//
+// While alive, cellPlain is set when the incarnation has no extension (no
+// supervision, bounded mailbox, lifecycle hook or watcher; see
+// supervise.go). Senders stamp envelopes with the canonical alive word (the
+// incarnation, alive, plain), so a delivery to a plain actor is one
+// comparison, and a delivery to an extended one (plain clear) fails it and
+// takes the slow path, which accepts the word with plain set back. Watch
+// clears plain with a CAS while the actor lives; the terminating worker
+// swaps the word, so it learns whether a watcher came in. While ending or
+// dead, bits 3-4 hold the reason of the termination (reasonNormal,
+// reasonPanic, reasonBudget).
 const (
 	cellNew uint32 = iota
 	cellSpawning
@@ -67,9 +79,15 @@ const (
 	cellEnding
 	cellDead
 
-	cellKindMask  = 7
-	cellIncarnOne = 8 // one incarnation, in the state word
+	cellKindMask    = 7
+	cellPlain       = 8  // alive: no extension
+	cellReasonShift = 3  // ending, dead: the reason, bits 3-4
+	cellReasonMask  = 24 // ending, dead: the reason
+	cellIncarnOne   = 32 // one incarnation, in the state word
 )
+
+// incOf returns the incarnation bits of a state word.
+func incOf(st uint32) uint32 { return st &^ (cellIncarnOne - 1) }
 
 // Cell is the executor's part of an actor. The actor package embeds one in
 // actor.Actor, which users embed in their actor types. It has no exported
@@ -96,6 +114,12 @@ type Cell struct {
 	// that terminates the incarnation, which copies it before the dead store
 	// and never reads the field after it (a re-spawn may write it then).
 	obj any
+	// ext is the incarnation's extension, or nil (see supervise.go).
+	// Written by Spawn before the alive store and by Watch before the CAS
+	// that clears cellPlain (each publishes it to those who then see the
+	// word); read by senders and workers that saw plain clear, by Watch
+	// and by the terminating worker.
+	ext atomic.Pointer[cellExt]
 }
 
 // Alive reports whether the actor has been spawned and has not terminated.

@@ -67,8 +67,7 @@ func (w *worker) drainBatch() (done bool) {
 		// actor must still be in the incarnation the envelope was sent to.
 		c := env.cell
 		if c.state.Load() != env.want {
-			w.st.DeadLetters++
-			dropped(env.msg, ErrTerminated) // a request: tell its requester
+			w.deliverExt(env) // a dead letter, or an extended actor (supervise.go)
 			continue
 		}
 		status := env.call()
@@ -119,7 +118,11 @@ func (w *worker) messageDone(env *envelope, ms Allocation) {
 // After the dead store nothing here reads c or the object except through
 // the copy obj taken before it.
 func (w *worker) terminate(c *Cell, alive uint32, st Allocation) {
-	inc := alive &^ cellKindMask
+	if c.state.Load()&cellPlain == 0 {
+		w.terminateExt(c, c.ext.Load(), alive, st, reasonNormal)
+		return
+	}
+	inc := incOf(alive)
 	obj := c.obj
 	w.st.ActorsTerminated++
 	var destroyer Destroyer
@@ -130,17 +133,27 @@ func (w *worker) terminate(c *Cell, alive uint32, st Allocation) {
 			releaser, _ = obj.(Releaser)
 		}
 	}
+	// The word is swapped, not stored: a Watch may clear cellPlain until
+	// the first swap, which then tells us to finish its watch.
 	if destroyer == nil && releaser == nil {
-		c.state.Store(inc | cellDead) // no hook: nothing can panic here
+		if old := c.state.Swap(inc | cellDead); old&cellPlain == 0 { // no hook: nothing can panic here
+			w.e.watchedLate(c, inc, ReasonNormal, nil)
+		}
 		w.e.actorGone()
 		return
 	}
-	w.ending, w.endingInc, w.endingObj = c, inc, obj // for recovered, if a hook panics
+	w.ending, w.endingWord, w.endingObj = c, inc|cellEnding, obj // for recovered, if a hook panics
+	watched := false
 	if destroyer != nil {
-		c.state.Store(inc | cellEnding)
+		watched = c.state.Swap(inc|cellEnding)&cellPlain == 0
 		destroyer.Destroy()
+		c.state.Store(inc | cellDead)
+	} else {
+		watched = c.state.Swap(inc|cellDead)&cellPlain == 0
 	}
-	c.state.Store(inc | cellDead)
+	if watched {
+		w.e.watchedLate(c, inc, ReasonNormal, nil)
+	}
 	if releaser != nil {
 		releaser.Release()
 	}
@@ -154,36 +167,52 @@ func (w *worker) terminate(c *Cell, alive uint32, st Allocation) {
 //   - out of a message's hook: the actor, whose behaviour completed, goes on;
 //   - out of a behaviour: its actor is terminated, without hooks.
 func (w *worker) recovered(r any, goexit bool) {
-	env := w.buf.LastPopped() // the envelope being delivered
+	env := w.delivering() // the envelope being delivered
+	w.sup.inPriv = false
 	c := env.cell
 	stack := debug.Stack()
 	w.st.Panics++
 	w.msgStatus = Nodelete
 	var obj any
-	switch {
+	switch s := c.state.Load(); {
 	case w.ending != nil && w.ending == c:
 		// If Destroy panicked the state is still ending; if Release
 		// panicked it is dead, or already a new incarnation that must not
 		// be touched (the CAS fails then).
 		obj = w.endingObj
-		c.state.CompareAndSwap(w.endingInc|cellEnding, w.endingInc|cellDead)
+		c.state.CompareAndSwap(w.endingWord, w.endingWord-cellEnding+cellDead)
 		w.ending, w.endingObj = nil, nil
 		w.e.actorGone()
 	case w.inMsgHook:
 		w.inMsgHook = false
-	case c.state.Load() == env.want:
+	case s|cellPlain == env.want:
 		// The behaviour panicked while this incarnation was alive. Only
 		// this worker can end it, so obj is stable until the dead store.
 		obj = c.obj
-		c.state.Store(env.want&^cellKindMask | cellDead)
-		w.st.ActorsTerminated++
-		w.e.actorGone()
-	}
-	pe := &PanicError{Actor: obj, Message: env.msg, Value: r, Goexit: goexit, Stack: stack, Worker: w.id}
-	w.e.recordPanic(pe)
-	if obj != nil {
+		pe := &PanicError{Actor: obj, Message: env.msg, Value: r, Goexit: goexit, Stack: stack, Worker: w.id}
 		dropped(env.msg, fmt.Errorf("%w: %w", ErrTerminated, pe)) // a request its receiver panicked on
+		if s&cellPlain == 0 {
+			x := c.ext.Load()
+			if w.supervise(c, x, env.want, pe) {
+				if w.e.cfg.OnError != nil { // handled: reported, but not an error of Stop
+					w.e.callOnError(pe)
+				}
+				return
+			}
+			x.lastPanic = pe
+			w.terminateExt(c, x, env.want, Finished, reasonPanic)
+		} else {
+			inc := incOf(env.want)
+			w.st.ActorsTerminated++
+			if old := c.state.Swap(inc | cellDead | reasonPanic<<cellReasonShift); old&cellPlain == 0 {
+				w.e.watchedLate(c, inc, ReasonPanic, pe)
+			}
+			w.e.actorGone()
+		}
+		w.e.recordPanic(pe)
+		return
 	}
+	w.e.recordPanic(&PanicError{Actor: obj, Message: env.msg, Value: r, Goexit: goexit, Stack: stack, Worker: w.id})
 }
 
 // SetAllocation sets what the executor does with the message after the
@@ -195,7 +224,7 @@ func (w *worker) recovered(r any, goexit bool) {
 // panics. See "Message lifetime" in package actor.
 func (m *Message) SetAllocation(a Allocation) {
 	w := runningWorker()
-	if w == nil || !w.buf.LastPopped().holds(unsafe.Pointer(m)) {
+	if w == nil || !w.delivering().holds(unsafe.Pointer(m)) {
 		panic("actor: SetAllocation called outside the behaviour receiving the message")
 	}
 	w.msgStatus = a
@@ -205,7 +234,7 @@ func (m *Message) SetAllocation(a Allocation) {
 // with SetAllocation (Nodelete if it set none, or outside that behaviour).
 func (m *Message) Allocation() Allocation {
 	w := runningWorker()
-	if w == nil || !w.buf.LastPopped().holds(unsafe.Pointer(m)) {
+	if w == nil || !w.delivering().holds(unsafe.Pointer(m)) {
 		return Nodelete
 	}
 	return w.msgStatus

@@ -40,6 +40,9 @@ var (
 	// ErrReplied: Reply to a request that was answered already or whose
 	// requester gave up; the reply was dropped and counted as late.
 	ErrReplied = errors.New("executor: request already answered or abandoned")
+
+	// ErrMailboxFull: a bounded actor's mailbox is full (SpawnOptions).
+	ErrMailboxFull = errors.New("executor: mailbox full")
 )
 
 // PanicError reports a behaviour (or a Destroy/Release hook) that panicked or

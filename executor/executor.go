@@ -85,6 +85,8 @@ type Executor struct {
 
 	timers timers // see timer.go
 
+	sup supState // supervision counters and extended actors (see supervise.go)
+
 	// watchKick wakes the watcher goroutine (see park.go) when a worker
 	// leaves the parked state while all were parked, and at shutdown; nil
 	// without a watcher. Capacity 1: a pending kick is never lost.

@@ -23,7 +23,7 @@ type Port[M any] struct {
 	cell *Cell
 	fn   unsafe.Pointer // the behaviour, erased: a func(A, M) Allocation
 	coff uint32         // offset of cell inside the actor bound
-	want uint32         // the cell's state word when bound: alive, incarnation
+	want uint32         // the cell's canonical state word when bound: incarnation, alive, plain
 }
 
 // Bind returns a port for the behaviour fn of the live actor to, which
@@ -42,7 +42,7 @@ func Bind[TA, TM any, A interface{ *TA }, M MessagePtr[TM]](c *Cell, to A, fn fu
 		}
 		return Port[M]{}, stateErr(st)
 	}
-	return Port[M]{cell: c, fn: erased.Erase(fn), coff: uint32(off), want: st}, nil
+	return Port[M]{cell: c, fn: erased.Erase(fn), coff: uint32(off), want: st | cellPlain}, nil
 }
 
 // Send queues msg for the port's behaviour. Errors: ErrNotSpawned (a zero
@@ -58,5 +58,5 @@ func (p Port[M]) Send(msg M) error {
 // Alive reports whether the port's incarnation is alive (a snapshot, as
 // Cell.Alive).
 func (p Port[M]) Alive() bool {
-	return p.cell != nil && p.cell.state.Load() == p.want && !p.cell.exec.Load().closed.Load()
+	return p.cell != nil && p.cell.state.Load()|cellPlain == p.want && !p.cell.exec.Load().closed.Load()
 }

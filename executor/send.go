@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"context"
 	"math"
 	"unsafe"
 
@@ -23,7 +24,7 @@ func Spawn[T any, A interface{ *T }](e *Executor, c *Cell, a A) error {
 	if e == nil {
 		return ErrNotStarted
 	}
-	return e.spawn(c, a)
+	return e.spawn(c, a, nil)
 }
 
 // Send queues msg for the actor to, which contains the cell c, to be
@@ -39,8 +40,8 @@ func Send[TA, TM any, A interface{ *TA }, M MessagePtr[TM]](c *Cell, to A, msg M
 	return send(c, uintptr(unsafe.Pointer(c))-uintptr(unsafe.Pointer(to)), unsafe.Sizeof(*to), 0, erased.Erase(fn), msg)
 }
 
-// spawn implements Spawn.
-func (e *Executor) spawn(c *Cell, obj any) error {
+// spawn implements Spawn and SpawnWith (o nil: no options).
+func (e *Executor) spawn(c *Cell, obj any, o *SpawnOptions) error {
 	st := c.state.Load()
 	switch st & cellKindMask {
 	case cellNew, cellDead:
@@ -53,7 +54,7 @@ func (e *Executor) spawn(c *Cell, obj any) error {
 	default:
 		return ErrAlreadySpawned // being spawned, or its termination hooks are running
 	}
-	next := st&^cellKindMask + cellIncarnOne // the next incarnation
+	next := incOf(st) + cellIncarnOne // the next incarnation
 	if !c.state.CompareAndSwap(st, next|cellSpawning) {
 		return ErrAlreadySpawned
 	}
@@ -73,7 +74,16 @@ func (e *Executor) spawn(c *Cell, obj any) error {
 	c.mb.Store(mb)
 	c.exec.Store(e)
 	c.obj = obj
-	c.state.Store(next | cellAlive) // publishes the fields above to senders and workers
+	x := newExt(obj, o, next)
+	if c.ext.Load() != x { // a store only if it changes: most actors have none
+		c.ext.Store(x)
+	}
+	if x == nil {
+		c.state.Store(next | cellAlive | cellPlain) // publishes the fields above to senders and workers
+	} else {
+		c.state.Store(next | cellAlive)
+		e.extended(c, x)
+	}
 	if w != nil {
 		w.st.ActorsCreated++
 	} else {
@@ -88,7 +98,7 @@ func stateErr(st uint32) error {
 	case cellEnding, cellDead:
 		return ErrTerminated
 	case cellSpawning:
-		if st>>3 > 1 {
+		if incOf(st) > cellIncarnOne {
 			// Being spawned again: the incarnation the sender could have
 			// known has terminated.
 			return ErrTerminated
@@ -119,11 +129,8 @@ func send(c *Cell, off, size uintptr, want uint32, fn unsafe.Pointer, msg any) e
 	}
 	coff := uint32(off)
 	st := c.state.Load()
-	if st&cellKindMask != cellAlive || (want != 0 && st != want) {
-		if want != 0 && st != want && st&^cellKindMask != want&^cellKindMask {
-			return ErrTerminated // a later incarnation: the port's has ended
-		}
-		return stateErr(st)
+	if st&(cellKindMask|cellPlain) != cellAlive|cellPlain || (want != 0 && st != want) {
+		return sendSlow(c, coff, st, want, fn, msg, nil)
 	}
 	mb := c.mb.Load()
 	if goid.Supported && mb.word.Load()&wordProcessing != 0 {
@@ -141,11 +148,30 @@ func send(c *Cell, off, size uintptr, want uint32, fn unsafe.Pointer, msg any) e
 			}
 		}
 	}
+	return pushTo(c, mb, coff, st, fn, msg)
+}
+
+// pushTo pushes an envelope into mb and wakes its worker if needed.
+func pushTo(c *Cell, mb *mailbox, coff, st uint32, fn unsafe.Pointer, msg any) error {
 	if !mb.push(c, fn, msg, coff, st) {
 		return ErrStopped
 	}
 	c.exec.Load().notify(mb)
 	return nil
+}
+
+// sendSlow is send's path for everything but an alive plain actor: the
+// errors, and actors with an extension (see supervise.go). ctx is non-nil
+// for SendContext: a send to a full bounded mailbox from outside the
+// behaviours then waits for room.
+func sendSlow(c *Cell, coff, st, want uint32, fn unsafe.Pointer, msg any, ctx context.Context) error {
+	if st&cellKindMask == cellAlive && (want == 0 || st|cellPlain == want) {
+		return sendExt(c, coff, st|cellPlain, fn, msg, ctx)
+	}
+	if want != 0 && st|cellPlain != want && incOf(st) != incOf(want) {
+		return ErrTerminated // a later incarnation: the port's has ended
+	}
+	return stateErr(st)
 }
 
 // Pill is a poison pill: a message that every actor accepts, whose

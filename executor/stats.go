@@ -72,6 +72,14 @@ type WorkerStats struct {
 	Dropped          uint64 // messages dropped from this worker's batch by a forced stop
 	Panics           uint64 // behaviours (or hooks) that panicked or called runtime.Goexit
 
+	// Supervision (see SpawnOptions): restarts made, failing messages
+	// dropped by Resume, failures escalated to a supervisor, and actors
+	// terminated because they exceeded their restart budget.
+	Restarts        uint64
+	Resumes         uint64
+	Escalations     uint64
+	BudgetExhausted uint64
+
 	// GulpSize has one observation per gulp: the number of messages taken
 	// (Count = gulps, Sum = messages gulped). Local sends are not included.
 	GulpSize    Histogram
@@ -92,6 +100,8 @@ type WorkerStats struct {
 	passes      uint64 // passes over the worker's slots (for tests of the idle cost)
 	asksStarted uint64 // requests begun on this worker (see Executor.askStarted)
 	asksDone    uint64 // requests ended on this worker
+	private     uint64 // messages taken from private queues (supervise.go)
+	control     uint64 // control envelopes taken (supervise.go): not user messages
 }
 
 // MessagesProcessed returns the number of messages whose behaviour this
@@ -100,7 +110,7 @@ type WorkerStats struct {
 // than counted, to keep an increment off the per-message path. It is 0 when
 // statistics are off (Config.NoStatistics), since gulps are not counted then.
 func (s *WorkerStats) MessagesProcessed() uint64 {
-	in, out := s.GulpSize.Sum+s.LocalSends, s.DeadLetters+s.Dropped
+	in, out := s.GulpSize.Sum+s.LocalSends+s.private, s.DeadLetters+s.Dropped+s.control
 	if in < out {
 		return 0
 	}
@@ -117,6 +127,12 @@ func (s *WorkerStats) add(o *WorkerStats) {
 	s.DeadLetters += o.DeadLetters
 	s.Dropped += o.Dropped
 	s.Panics += o.Panics
+	s.Restarts += o.Restarts
+	s.Resumes += o.Resumes
+	s.Escalations += o.Escalations
+	s.BudgetExhausted += o.BudgetExhausted
+	s.private += o.private
+	s.control += o.control
 	s.GulpSize.add(&o.GulpSize)
 	s.MissedGulps += o.MissedGulps
 	s.StealAttempts += o.StealAttempts
@@ -163,6 +179,14 @@ type Stats struct {
 	TimersPending int64
 	TimersFired   uint64
 	TimersDead    uint64
+	// Bounded mailboxes (see SpawnOptions.MailboxBound): sends refused with
+	// ErrMailboxFull (Reject), messages dropped by DropNewest and by
+	// DropOldest. WatchNotices counts the Terminated notices sent to
+	// watchers (see Watch).
+	MailboxRejected      uint64
+	MailboxDroppedNewest uint64
+	MailboxDroppedOldest uint64
+	WatchNotices         uint64
 	// Stale lists workers that did not publish fresh counters in time
 	// (typically because they were inside a long behaviour); their entries
 	// hold their latest published values.
@@ -248,5 +272,11 @@ func (e *Executor) Stats() Stats {
 	for i := range s.Workers {
 		s.MessagesSent += s.Workers[i].LocalSends
 	}
+	s.MessagesSent += e.sup.privSent.Load()
+	if ctl := e.sup.ctlSent.Load(); ctl <= s.MessagesSent {
+		s.MessagesSent -= ctl
+	}
+	s.MailboxRejected, s.MailboxDroppedNewest = e.sup.rejected.Load(), e.sup.droppedNewest.Load()
+	s.MailboxDroppedOldest, s.WatchNotices = e.sup.droppedOldest.Load(), e.sup.notices.Load()
 	return s
 }

@@ -112,7 +112,7 @@ func (e *Executor) runStop(ctx context.Context) error {
 		dead += w.pub.DeadLetters
 		w.pubMu.Unlock()
 	}
-	queued := int64(0)
+	queued := e.stopExts(stuck == 0 && e.forced.Load()) // extended actors still alive (a forced stop)
 	for _, m := range e.mailboxes {
 		queued += int64(m.close())
 	}

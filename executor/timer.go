@@ -276,8 +276,8 @@ func SendEvery[M any](p Port[M], period time.Duration, msg M) (Timer, error) {
 
 // schedule checks the port's incarnation and sets a message timer for it.
 func schedule(c *Cell, fn unsafe.Pointer, coff, want uint32, d, period time.Duration, msg any) (Timer, error) {
-	if st := c.state.Load(); st != want {
-		if st&^cellKindMask != want&^cellKindMask {
+	if st := c.state.Load(); st|cellPlain != want {
+		if incOf(st) != incOf(want) {
 			return Timer{}, ErrTerminated // a later incarnation: the port's has ended
 		}
 		return Timer{}, stateErr(st)

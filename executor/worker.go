@@ -47,11 +47,11 @@ type worker struct {
 	// its message (Message.SetAllocation, which finds the message being
 	// delivered as w.buf.LastPopped()); see deliver.go.
 	msgStatus Allocation
-	// ending is the actor whose termination hooks are running, endingInc
-	// its incarnation and endingObj the object copied before the dead
+	// ending is the actor whose termination hooks are running, endingWord
+	// its ending state word and endingObj the object copied before the dead
 	// store; inMsgHook is set while a message's hooks run.
 	ending     *Cell
-	endingInc  uint32
+	endingWord uint32
 	endingObj  any
 	inMsgHook  bool
 	given      *mailbox // during steal: the mailbox the swap gave the victim
@@ -71,6 +71,7 @@ type worker struct {
 	// still processed by the same gulp StealAge later, its worker is stuck
 	// in a long behaviour, and the thief gives it spares rather than queues.
 	busy      candidate
+	sup       workerSup   // supervision (supervise.go)
 	st        WorkerStats // private counters
 	seenEpoch uint64      // last statsEpoch published
 	exitOK    bool        // the loop returned normally (not by runtime.Goexit)

@@ -1,0 +1,137 @@
+package actor
+
+import (
+	"context"
+	"time"
+
+	"github.com/actord/actord/executor"
+)
+
+// SpawnOption chooses an actor's failure handling or flow control at
+// Spawn. Options compose: one directive (the last given wins) and one
+// mailbox bound.
+type SpawnOption interface{ applySpawn(*executor.SpawnOptions) }
+
+type spawnOption func(*executor.SpawnOptions)
+
+func (f spawnOption) applySpawn(o *executor.SpawnOptions) { f(o) }
+
+// Budget bounds restarts: at most MaxRestarts within a window of Within,
+// with a pause of MinBackoff before the first restart of a window, doubled
+// for each further one, capped at MaxBackoff. The zero Budget allows 10
+// restarts a minute, with no pause; MaxRestarts < 0 allows any number;
+// MaxBackoff 0 is no cap.
+type Budget struct {
+	MaxRestarts            int
+	Within                 time.Duration
+	MinBackoff, MaxBackoff time.Duration
+}
+
+// WithRestart restarts the actor when a behaviour panics: the failing
+// message is dropped, reset (which may be nil: the state is kept) runs on
+// the actor's worker to reset its state, its Started hook runs again, and
+// it goes on with every message still queued for it, none lost, after the
+// budget's backoff. Past the budget it terminates (ReasonBudget).
+func WithRestart(reset func(), b Budget) SpawnOption {
+	return spawnOption(func(o *executor.SpawnOptions) {
+		o.OnPanic, o.Reset = executor.Restart, reset
+		o.MaxRestarts, o.Within, o.MinBackoff, o.MaxBackoff = b.MaxRestarts, b.Within, b.MinBackoff, b.MaxBackoff
+	})
+}
+
+// WithResume keeps the actor going when a behaviour panics: the failing
+// message is dropped (counted in Stats as Resumes), the state stays as the
+// panic left it.
+func WithResume() SpawnOption {
+	return spawnOption(func(o *executor.SpawnOptions) { o.OnPanic = executor.Resume })
+}
+
+// WithEscalate hands each panic to a supervisor: the actor is suspended
+// (its messages wait, in order) and supervisor receives a *Failure, whose
+// Resume, Restart (running reset, which may be nil) or Stop method decides.
+// If the supervisor cannot be sent to, the actor terminates (ReasonPanic).
+func WithEscalate(supervisor Port[*Failure], reset func()) SpawnOption {
+	return spawnOption(func(o *executor.SpawnOptions) {
+		o.OnPanic, o.Supervisor, o.Reset = executor.Escalate, supervisor, reset
+	})
+}
+
+// WithMailbox bounds the messages queued for the actor (not counting the
+// one being delivered) to bound; a send past it does what overflow says:
+// Reject (the send returns ErrMailboxFull), DropNewest or DropOldest (the
+// send succeeds and a message is dropped, counted in Stats; a dropped
+// request's requester gets ErrMailboxFull). Sends never block; SendContext,
+// from a goroutine that is not running a behaviour, waits for room instead.
+func WithMailbox(bound int, overflow Overflow) SpawnOption {
+	return spawnOption(func(o *executor.SpawnOptions) { o.MailboxBound, o.Overflow = bound, overflow })
+}
+
+// Overflow is what a send to a full bounded mailbox does (WithMailbox).
+type Overflow = executor.Overflow
+
+const (
+	Reject     = executor.Reject     // the send fails with ErrMailboxFull
+	DropNewest = executor.DropNewest // the new message is dropped, counted
+	DropOldest = executor.DropOldest // the oldest queued message is dropped, counted
+)
+
+// Failure is what an actor spawned WithEscalate sends its supervisor when a
+// behaviour panics: Err holds the actor, the message (dropped), the panic
+// value and the stack. Decide with exactly one of Resume, Restart, Stop.
+type Failure = executor.Failure
+
+// Reason says why an actor terminated (see Terminated).
+type Reason = executor.Reason
+
+const (
+	ReasonUnknown = executor.ReasonUnknown // terminated before the watch began, reason not recorded
+	ReasonNormal  = executor.ReasonNormal  // a behaviour returned Delete, Destroy or Finished, or a pill
+	ReasonPanic   = executor.ReasonPanic   // a panic under the Terminate directive (or in a hook), or Failure.Stop
+	ReasonBudget  = executor.ReasonBudget  // more panics than the restart budget allows
+	ReasonStopped = executor.ReasonStopped // its system's Stop context ended while it was alive
+)
+
+// Terminated is the message a watcher receives, exactly once per watch,
+// when the watched actor terminates.
+type Terminated = executor.Terminated
+
+// Starter is the Started hook of an actor type: it runs on the actor's
+// worker before its first message, and again after each restart.
+type Starter = executor.Starter
+
+// Stopper is the Stopped hook of an actor type: it runs on the actor's
+// worker when the actor terminates, for any reason, before Destroy and
+// Release.
+type Stopper = executor.Stopper
+
+// Watch sends notify one *Terminated when the actor behind target (the
+// incarnation it was bound to) terminates, or at once if it already has:
+//
+//	p, _ := actor.Bind(worker, (*Worker).OnJob)
+//	watchPort, _ := actor.Bind(boss, (*Boss).OnTerminated)
+//	actor.Watch(p, watchPort)
+//
+// Errors: ErrNotSpawned (a zero target).
+func Watch[M any](target Port[M], notify Port[*Terminated]) error {
+	return executor.Watch(target, notify)
+}
+
+// WatchChan is Watch for a goroutine: the channel receives the one
+// *Terminated.
+func WatchChan[M any](target Port[M]) (<-chan *Terminated, error) {
+	return executor.WatchChan(target)
+}
+
+// SendContext is Send for a goroutine that may wait: when to's mailbox is
+// bounded and full, it waits for room until ctx ends (then it returns an
+// error wrapping ErrMailboxFull and ctx's cause), whatever the overflow
+// policy. From inside a behaviour it never waits, since a blocked worker
+// would hold up every actor of its queues, and may deadlock with the actor
+// it waits for: it applies the overflow policy like Send. For unbounded
+// actors it is Send. Port.SendContext does the same through a port.
+func SendContext[TA, TM any, A Ref[TA], M Msg[TM]](ctx context.Context, to A, msg M, behaviour func(A, M) Allocation) error {
+	if to == nil || msg == nil || behaviour == nil {
+		nilSend()
+	}
+	return executor.SendContext(ctx, to.actorCell(), to, msg, behaviour)
+}

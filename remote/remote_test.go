@@ -350,6 +350,7 @@ func TestCloseEndsAsksAndForwarders(t *testing.T) {
 	if err := c.add.Send(&Add{}); !errors.Is(err, remote.ErrClosed) {
 		t.Fatalf("send after close: %v", err)
 	}
+	waitFor(t, 5*time.Second, "the forwarder to terminate", func() bool { return !fwd.Alive() })
 	if err := fwd.Send(&Add{}); !errors.Is(err, actor.ErrTerminated) {
 		t.Fatalf("forwarder after close: %v", err)
 	}

@@ -1,0 +1,85 @@
+package remote_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/actord/actord/actor"
+	"github.com/actord/actord/remote"
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// A greeter on node "b", asked and sent to from node "a". The two nodes
+// could be two processes anywhere on the NATS network; here they share one
+// process and an embedded NATS server.
+
+type Greet struct {
+	actor.Request[string]
+	Name string
+}
+
+type Note struct {
+	actor.Message
+	Text string
+}
+
+type Greeter struct {
+	actor.Actor
+	notes chan string
+}
+
+func (g *Greeter) OnGreet(m *Greet) actor.Allocation {
+	m.Reply("hello, " + m.Name)
+	return actor.Nodelete
+}
+
+func (g *Greeter) OnNote(m *Note) actor.Allocation {
+	g.notes <- m.Text
+	return actor.Nodelete
+}
+
+func Example() {
+	ns, _ := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
+	ns.Start()
+	defer ns.WaitForShutdown()
+	defer ns.Shutdown()
+	ns.ReadyForConnections(10 * time.Second)
+
+	// Node b exports two behaviours of a greeter.
+	sysB, _ := actor.Start()
+	b, _ := remote.Connect(sysB, ns.ClientURL(), "b")
+	g, _ := actor.Spawn(sysB, &Greeter{notes: make(chan string, 1)})
+	greet, _ := actor.Bind(g, (*Greeter).OnGreet)
+	note, _ := actor.Bind(g, (*Greeter).OnNote)
+	remote.ExportRequest(b, "greet", greet, remote.JSON[*Greet](), remote.JSON[string]())
+	remote.Export(b, "note", note, remote.CBOR[*Note]())
+
+	// Node a imports them: typed ports, same call shapes as local ones.
+	sysA, _ := actor.Start()
+	a, _ := remote.Connect(sysA, ns.ClientURL(), "a")
+	greetB, _ := remote.ImportRequest(a, "b", "greet", remote.JSON[*Greet](), remote.JSON[string]())
+	noteB, _ := remote.Import(a, "b", "note", remote.CBOR[*Note]())
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	reply, err := greetB.Ask(ctx, &Greet{Name: "a"})
+	fmt.Println(reply, err)
+	noteB.Send(&Note{Text: "sent one way"})
+	fmt.Println(<-g.notes)
+
+	// Names b does not export are refused.
+	nope, _ := remote.ImportRequest(a, "b", "nope", remote.JSON[*Greet](), remote.JSON[string]())
+	_, err = nope.Ask(ctx, &Greet{})
+	fmt.Println(err)
+
+	a.Close()
+	b.Close()
+	actor.SendPill(g, actor.FinishedMsg)
+	sysA.Stop(ctx)
+	sysB.Stop(ctx)
+	// Output:
+	// hello, a <nil>
+	// sent one way
+	// remote: name not exported (remote: error on the remote node): "nope"
+}

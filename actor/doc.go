@@ -111,6 +111,50 @@
 // a message's hook is reported and the actor, whose behaviour completed,
 // goes on. Every panic is reported (WithErrorHandler, Stop).
 //
+// # Failures, watches and lifecycle hooks
+//
+// By default a panic in a behaviour terminates its actor. Spawn options
+// choose otherwise, per actor: WithRestart (reset the state, go on with the
+// queued messages, within a budget of restarts, with exponential backoff),
+// WithResume (drop the failing message, keep the state) or WithEscalate
+// (suspend the actor and send a *Failure to a supervisor port, which
+// decides with Failure.Resume, Restart or Stop). The failing message is
+// dropped in every case (a request's requester gets ErrTerminated wrapping
+// the *PanicError); the panic is reported to WithErrorHandler, and to Stop
+// only when it terminated the actor. No goroutine or timer exists per
+// supervised actor while nothing fails; a backoff sets one timer.
+//
+// Watch (from an actor, through a Port[*Terminated]) and WatchChan (from a
+// goroutine) deliver exactly one *Terminated per watch when the watched
+// actor terminates, saying why (ReasonNormal, ReasonPanic, ReasonBudget,
+// ReasonStopped), also when the watch begins after the end.
+//
+// An actor type may have a Started hook (Starter), run on its worker before
+// its first message and after each restart, and a Stopped hook (Stopper).
+// The order of everything that runs at a termination, on the actor's
+// worker: the behaviour returns (or panics); the actor becomes terminated
+// for senders (sends return ErrTerminated); Stopped runs; Destroy runs (for
+// Delete and Destroy); messages still queued in a bounded or supervised
+// actor's mailbox become dead letters; Alive reports false; watchers are
+// notified; Release runs (for Delete); Stop counts the actor gone; then
+// the message's own hooks run. Plain actors (no option, hook or watcher)
+// skip what they lack. After a forced Stop, actors still alive run Stopped
+// on Stop's goroutine and their watchers get ReasonStopped.
+//
+// # Bounded mailboxes
+//
+// An actor's mailbox is unbounded by default: a producer faster than its
+// consumer grows memory without limit. WithMailbox(n, policy) bounds the
+// messages queued for one actor to n; a send past the bound is refused
+// (Reject: ErrMailboxFull) or succeeds by dropping the newest or the oldest
+// message (DropNewest, DropOldest: counted in Stats, never silent; a
+// dropped request's requester gets ErrMailboxFull). Pills count as
+// messages. Sends never block, and must not from a behaviour: a blocked
+// worker holds up every actor on its queues and can deadlock with the
+// actor it waits for. Goroutines outside the system that can wait use
+// SendContext (or Port.SendContext), which waits for room until its
+// context ends.
+//
 // # Message lifetime
 //
 // Send passes a message on: from the Send until the receiving behaviour

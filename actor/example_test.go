@@ -291,3 +291,178 @@ func ExampleGo() {
 	// Output:
 	// value of k
 }
+
+// Task is a message for Worker; Fail makes its behaviour panic.
+type Task struct {
+	actor.Message
+	N    int
+	Fail bool
+}
+
+// Worker sums jobs and panics on a failing one.
+type Worker struct {
+	actor.Actor
+	sum  int
+	done chan int
+}
+
+func (w *Worker) OnJob(m *Task) actor.Allocation {
+	if m.Fail {
+		panic("bad job")
+	}
+	w.sum += m.N
+	if m.N == 0 {
+		w.done <- w.sum
+	}
+	return actor.Nodelete
+}
+
+// A restarting actor: the failing message is dropped, the state is reset,
+// and the messages queued behind it are all delivered.
+func ExampleWithRestart() {
+	sys, _ := actor.Start(actor.WithWorkers(1))
+	w := &Worker{done: make(chan int)}
+	actor.Spawn(sys, w, actor.WithRestart(func() { w.sum = 0 }, actor.Budget{MaxRestarts: 3, Within: time.Minute}))
+	actor.Send(w, &Task{N: 5}, (*Worker).OnJob)
+	actor.Send(w, &Task{Fail: true}, (*Worker).OnJob) // restart: sum back to 0
+	actor.Send(w, &Task{N: 2}, (*Worker).OnJob)
+	actor.Send(w, &Task{N: 0}, (*Worker).OnJob) // report
+	fmt.Println("sum after the restart:", <-w.done)
+	actor.SendPill(w, actor.FinishedMsg)
+	st, _ := sys.Stats()
+	fmt.Println("restarts:", st.Total().Restarts)
+	sys.Stop(context.Background())
+	// Output:
+	// sum after the restart: 2
+	// restarts: 1
+}
+
+// A resuming actor keeps its state; only the failing message is lost.
+func ExampleWithResume() {
+	sys, _ := actor.Start(actor.WithWorkers(1))
+	w := &Worker{done: make(chan int)}
+	actor.Spawn(sys, w, actor.WithResume())
+	actor.Send(w, &Task{N: 5}, (*Worker).OnJob)
+	actor.Send(w, &Task{Fail: true}, (*Worker).OnJob)
+	actor.Send(w, &Task{N: 2}, (*Worker).OnJob)
+	actor.Send(w, &Task{N: 0}, (*Worker).OnJob)
+	fmt.Println("sum:", <-w.done)
+	actor.SendPill(w, actor.FinishedMsg)
+	sys.Stop(context.Background())
+	// Output:
+	// sum: 7
+}
+
+// Boss supervises by escalation: it restarts a failed worker.
+type Boss struct {
+	actor.Actor
+	seen chan string
+}
+
+func (b *Boss) OnFailure(f *actor.Failure) actor.Allocation {
+	b.seen <- fmt.Sprint("failure: ", f.Err.Value)
+	f.Restart()
+	return actor.Nodelete
+}
+
+// An escalating actor is suspended until its supervisor decides.
+func ExampleWithEscalate() {
+	sys, _ := actor.Start(actor.WithWorkers(1))
+	boss := &Boss{seen: make(chan string, 1)}
+	actor.Spawn(sys, boss)
+	sup, _ := actor.Bind(boss, (*Boss).OnFailure)
+	w := &Worker{done: make(chan int)}
+	actor.Spawn(sys, w, actor.WithEscalate(sup, func() { w.sum = 100 }))
+	actor.Send(w, &Task{N: 5}, (*Worker).OnJob)
+	actor.Send(w, &Task{Fail: true}, (*Worker).OnJob)
+	actor.Send(w, &Task{N: 0}, (*Worker).OnJob) // waits for the decision
+	fmt.Println(<-boss.seen)
+	fmt.Println("sum after the supervisor's restart:", <-w.done)
+	actor.SendPill(w, actor.FinishedMsg)
+	actor.SendPill(boss, actor.FinishedMsg)
+	sys.Stop(context.Background())
+	// Output:
+	// failure: bad job
+	// sum after the supervisor's restart: 100
+}
+
+// A goroutine watches an actor and learns why it terminated.
+func ExampleWatchChan() {
+	sys, _ := actor.Start(actor.WithWorkers(1))
+	w := &Worker{done: make(chan int)}
+	actor.Spawn(sys, w)
+	p, _ := actor.Bind(w, (*Worker).OnJob)
+	gone, _ := actor.WatchChan(p)
+	p.Send(&Task{Fail: true}) // no directive: the panic terminates it
+	t := <-gone
+	fmt.Println("terminated:", t.Reason)
+	fmt.Println("send after:", p.Send(&Task{N: 1}))
+	sys.Stop(context.Background()) // reports the panic
+	// Output:
+	// terminated: panic
+	// send after: executor: actor terminated
+}
+
+// Slow consumes slowly: each delivery says it began, then waits for gate.
+type Slow struct {
+	actor.Actor
+	began chan int
+	gate  chan struct{}
+}
+
+func (s *Slow) OnTask(m *Task) actor.Allocation {
+	s.began <- m.N
+	<-s.gate
+	return actor.Nodelete
+}
+
+// A bounded mailbox refuses sends past its bound; SendContext waits for
+// room instead.
+func ExampleWithMailbox() {
+	sys, _ := actor.Start(actor.WithWorkers(1))
+	s := &Slow{began: make(chan int, 10), gate: make(chan struct{})}
+	actor.Spawn(sys, s, actor.WithMailbox(2, actor.Reject))
+	p, _ := actor.Bind(s, (*Slow).OnTask)
+	p.Send(&Task{N: 1})
+	<-s.began // task 1 is being delivered: the mailbox is empty
+	fmt.Println(p.Send(&Task{N: 2}), p.Send(&Task{N: 3}))
+	fmt.Println(p.Send(&Task{N: 4}))
+	waited := make(chan error)
+	go func() { waited <- p.SendContext(context.Background(), &Task{N: 4}) }()
+	close(s.gate) // let everything through
+	fmt.Println("SendContext:", <-waited)
+	fmt.Println(<-s.began, <-s.began, <-s.began)
+	st, _ := sys.Stats()
+	fmt.Println("rejected:", st.MailboxRejected)
+	actor.SendPill(s, actor.FinishedMsg)
+	sys.Stop(context.Background())
+	// Output:
+	// <nil> <nil>
+	// executor: mailbox full
+	// SendContext: <nil>
+	// 2 3 4
+	// rejected: 1
+}
+
+// Conn has lifecycle hooks.
+type Conn struct{ actor.Actor }
+
+func (c *Conn) Started()                 { fmt.Println("started") }
+func (c *Conn) Stopped(why actor.Reason) { fmt.Println("stopped:", why) }
+func (c *Conn) OnJob(*Task) actor.Allocation {
+	fmt.Println("job")
+	return actor.Finished
+}
+
+// Started runs before the first message, Stopped at the termination.
+func ExampleStarter() {
+	sys, _ := actor.Start(actor.WithWorkers(1))
+	c := &Conn{}
+	actor.Spawn(sys, c)
+	actor.Send(c, &Task{}, (*Conn).OnJob)
+	sys.Stop(context.Background())
+	// Output:
+	// started
+	// job
+	// stopped: normal
+}

@@ -172,7 +172,7 @@ func Ask[TR, R any, Req RequestPtr[TR, R]](ctx context.Context, to Port[Req], re
 	if err := ctx.Err(); err != nil {
 		return zero, err
 	}
-	e := to.cell.exec.Load()
+	e := to.cell.executor()
 	t := &askTarget[R]{e: e, ch: make(chan askResult[R], 1)}
 	req.asked().t = t
 	e.askStarted()
@@ -219,7 +219,7 @@ func AskAsync[TR, R any, Req RequestPtr[TR, R]](to Port[Req], req Req, replyTo P
 	if to.cell == nil {
 		return ErrNotSpawned
 	}
-	e := to.cell.exec.Load()
+	e := to.cell.executor()
 	t := &askTarget[R]{e: e, port: replyTo}
 	req.asked().t = t
 	e.askStarted()

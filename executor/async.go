@@ -19,7 +19,7 @@ func Go[R any](replyTo Port[*Reply[R]], f func() (R, error)) error {
 	if replyTo.cell == nil {
 		return ErrNotSpawned
 	}
-	e := replyTo.cell.exec.Load()
+	e := replyTo.cell.executor()
 	go func() {
 		var r Reply[R]
 		func() {

@@ -100,15 +100,14 @@ type Cell struct {
 	// the envelope, and delivery requires the word to be exactly that: an
 	// envelope sent to an earlier incarnation is a dead letter, even if the
 	// actor was spawned again since (possibly on another mailbox). The store
-	// of alive publishes mb, exec and obj to senders and workers.
+	// of alive publishes mb, obj and ext to senders and workers.
 	state atomic.Uint32
-	// mb and exec are the incarnation's mailbox and executor. Atomic
-	// because a sender that saw an earlier incarnation alive may read them
-	// while a re-spawn writes them (its envelope then carries the old
-	// incarnation and is counted as a dead letter). Written by Spawn, read
-	// by senders and by Alive.
-	mb   atomic.Pointer[mailbox]
-	exec atomic.Pointer[Executor]
+	// mb is the incarnation's mailbox, and through it (mailbox.exec) its
+	// executor. Atomic because a sender that saw an earlier incarnation
+	// alive may read it while a re-spawn writes it (its envelope then
+	// carries the old incarnation and is counted as a dead letter).
+	// Written by Spawn, read by senders and by Alive.
+	mb atomic.Pointer[mailbox]
 	// obj is the spawned actor as an interface, for its hooks and for error
 	// reports. Written by Spawn (before the alive store), read by the worker
 	// that terminates the incarnation, which copies it before the dead store
@@ -122,6 +121,15 @@ type Cell struct {
 	ext atomic.Pointer[cellExt]
 }
 
+// executor returns the executor of the cell's latest incarnation, nil if
+// it was never spawned.
+func (c *Cell) executor() *Executor {
+	if mb := c.mb.Load(); mb != nil {
+		return mb.exec
+	}
+	return nil
+}
+
 // Alive reports whether the actor has been spawned and has not terminated.
 // An actor still alive when its executor shut down (a Stop whose context
 // ended) counts as terminated.
@@ -129,7 +137,7 @@ func (c *Cell) Alive() bool {
 	if c.state.Load()&cellKindMask != cellAlive {
 		return false
 	}
-	return !c.exec.Load().closed.Load()
+	return !c.executor().closed.Load()
 }
 
 // Message is embedded, by value, in every message type (actor.Message is

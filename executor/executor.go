@@ -162,10 +162,10 @@ func Start(cfg Config) (*Executor, error) {
 	}
 	e.initIdentities()
 	for i := range e.mailboxes {
-		e.mailboxes[i] = &mailbox{index: i, buf: copyq.New[envelope](cfg.QueueCapacity)}
+		e.mailboxes[i] = &mailbox{exec: e, index: i, buf: copyq.New[envelope](cfg.QueueCapacity)}
 	}
 	for i := range e.spares {
-		e.spares[i] = &mailbox{index: cfg.Queues + i, spare: true}
+		e.spares[i] = &mailbox{exec: e, index: cfg.Queues + i, spare: true}
 	}
 	// Worker i's slot range holds its share of the real mailboxes (a
 	// contiguous run of tickets) followed by its spares.

@@ -80,7 +80,8 @@ type mailbox struct {
 	// sent counts envelopes ever pushed into this mailbox. Guarded by the
 	// lock bit (incremented by pushers, read by Stats under the lock).
 	sent  uint64
-	index int  // position in Executor.mailboxes (spares: after the real ones); immutable
+	exec  *Executor // the executor it belongs to; immutable
+	index int       // position in Executor.mailboxes (spares: after the real ones); immutable
 	spare bool // no actor is ever placed on it (see Config.SpareQueues); immutable
 	_     cpu.CacheLinePad
 }

@@ -36,7 +36,7 @@ func Bind[TA, TM any, A interface{ *TA }, M MessagePtr[TM]](c *Cell, to A, fn fu
 		panic("executor: Bind: the cell is not inside the actor")
 	}
 	st := c.state.Load()
-	if st&cellKindMask != cellAlive || c.exec.Load().closed.Load() {
+	if st&cellKindMask != cellAlive || c.executor().closed.Load() {
 		if st&cellKindMask == cellAlive {
 			return Port[M]{}, ErrTerminated
 		}
@@ -58,5 +58,5 @@ func (p Port[M]) Send(msg M) error {
 // Alive reports whether the port's incarnation is alive (a snapshot, as
 // Cell.Alive).
 func (p Port[M]) Alive() bool {
-	return p.cell != nil && p.cell.state.Load()|cellPlain == p.want && !p.cell.exec.Load().closed.Load()
+	return p.cell != nil && p.cell.state.Load()|cellPlain == p.want && !p.cell.executor().closed.Load()
 }

@@ -48,7 +48,7 @@ func (e *Executor) spawn(c *Cell, obj any, o *SpawnOptions) error {
 	case cellAlive:
 		// Alive in an executor that has shut down (a forced Stop left it
 		// alive): it is terminated and may be spawned again.
-		if x := c.exec.Load(); x == nil || !x.closed.Load() {
+		if x := c.executor(); x == nil || !x.closed.Load() {
 			return ErrAlreadySpawned
 		}
 	default:
@@ -72,7 +72,6 @@ func (e *Executor) spawn(c *Cell, obj any, o *SpawnOptions) error {
 		mb = e.mailboxes[t%uint64(len(e.mailboxes))]
 	}
 	c.mb.Store(mb)
-	c.exec.Store(e)
 	c.obj = obj
 	x := newExt(obj, o, next)
 	if c.ext.Load() != x { // a store only if it changes: most actors have none
@@ -156,7 +155,7 @@ func pushTo(c *Cell, mb *mailbox, coff, st uint32, fn unsafe.Pointer, msg any) e
 	if !mb.push(c, fn, msg, coff, st) {
 		return ErrStopped
 	}
-	c.exec.Load().notify(mb)
+	c.executor().notify(mb)
 	return nil
 }
 

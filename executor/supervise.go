@@ -414,7 +414,7 @@ func sendControl(c *Cell, want uint32, ctl *control) error {
 		}
 		return stateErr(st)
 	}
-	e := c.exec.Load()
+	e := c.executor()
 	e.sup.ctlSent.Add(1)
 	if err := pushTo(c, c.mb.Load(), 0, want, ctlFn, ctl); err != nil {
 		e.sup.ctlSent.Add(^uint64(0))
@@ -456,7 +456,7 @@ type privQueue struct {
 
 // put queues a message (see Overflow and SendContext).
 func (q *privQueue) put(c *Cell, x *cellExt, coff, want uint32, fn unsafe.Pointer, msg any, ctx context.Context) error {
-	e := c.exec.Load()
+	e := c.executor()
 	for {
 		q.mu.Lock()
 		if q.closed {
@@ -964,7 +964,7 @@ func watch(c *Cell, want uint32, wt watcher) {
 			watchGone(c, want, s, wt)
 			return
 		}
-		e := c.exec.Load()
+		e := c.executor()
 		if e.closed.Load() {
 			e.sup.notices.Add(1)
 			wt.notify(&Terminated{Reason: ReasonStopped, Err: ErrStopped})
@@ -1030,7 +1030,7 @@ func watchGone(c *Cell, want, s uint32, wt watcher) {
 			x.mu.Unlock()
 		}
 	}
-	if e := c.exec.Load(); e != nil {
+	if e := c.executor(); e != nil {
 		e.sup.notices.Add(1)
 	}
 	wt.notify(t)

@@ -282,7 +282,7 @@ func schedule(c *Cell, fn unsafe.Pointer, coff, want uint32, d, period time.Dura
 		}
 		return Timer{}, stateErr(st)
 	}
-	e := c.exec.Load()
+	e := c.executor()
 	return e.timers.add(e, d, int64(period), c, fn, coff, want, msg)
 }
 

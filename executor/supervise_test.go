@@ -1,0 +1,103 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// An extension costs plain actors no space: the cell stays 40 bytes.
+func TestCellSize(t *testing.T) {
+	if unsafe.Sizeof(uintptr(0)) != 8 {
+		t.Skip("64-bit layout")
+	}
+	assert.Equal(t, uintptr(40), unsafe.Sizeof(Cell{}))
+}
+
+type boundedSink struct {
+	cell Cell
+	n    atomic.Int64
+}
+
+type item struct{ Message }
+
+func (s *boundedSink) onItem(*item) Allocation {
+	s.n.Add(1)
+	time.Sleep(time.Microsecond) // slower than 16 senders
+	return Nodelete
+}
+
+// The bound holds at every moment under 16 concurrent senders: a sampler
+// reads the private queue's length under its lock throughout.
+func TestBoundNeverExceeded(t *testing.T) {
+	for _, ov := range []Overflow{Reject, DropNewest, DropOldest} {
+		t.Run(ov.String(), func(t *testing.T) {
+			const senders, per, bound = 16, 1500, 16
+			e, err := Start(Config{Workers: 2})
+			require.NoError(t, err)
+			s := &boundedSink{}
+			require.NoError(t, SpawnWith(e, &s.cell, s, SpawnOptions{MailboxBound: bound, Overflow: ov}))
+			x := s.cell.ext.Load()
+			require.NotNil(t, x)
+			require.NotNil(t, x.pq)
+			stop := make(chan struct{})
+			var maxSeen atomic.Int64
+			var sampler sync.WaitGroup
+			sampler.Add(1)
+			go func() {
+				defer sampler.Done()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					x.pq.mu.Lock()
+					n := int64(x.pq.ring.n)
+					x.pq.mu.Unlock()
+					if n > maxSeen.Load() {
+						maxSeen.Store(n)
+					}
+				}
+			}()
+			var refused atomic.Int64
+			var wg sync.WaitGroup
+			for i := 0; i < senders; i++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for j := 0; j < per; j++ {
+						if err := Send(&s.cell, s, &item{}, (*boundedSink).onItem); errors.Is(err, ErrMailboxFull) {
+							refused.Add(1)
+						} else if !assert.NoError(t, err) {
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			close(stop)
+			sampler.Wait()
+			assert.LessOrEqual(t, maxSeen.Load(), int64(bound))
+			assert.Positive(t, maxSeen.Load())
+			st := e.Stats()
+			lost := refused.Load() + int64(st.MailboxDroppedNewest+st.MailboxDroppedOldest)
+			assert.EqualValues(t, refused.Load(), st.MailboxRejected)
+			require.Eventually(t, func() bool { return s.n.Load()+lost == senders*per }, 10*time.Second, time.Millisecond)
+			require.Eventually(t, func() bool { return SendPill(&s.cell, s, NewPill(Finished)) == nil }, 5*time.Second, time.Millisecond)
+			require.NoError(t, e.Stop(context.Background()))
+			st = e.Stats()
+			// Conservation: sent = processed + dead letters (+ the oldest dropped, which were sent).
+			tot := st.Total()
+			assert.Equal(t, st.MessagesSent, tot.MessagesProcessed()+tot.DeadLetters+st.MailboxDroppedOldest,
+				"sent %d processed %d dead %d dropped-oldest %d", st.MessagesSent, tot.MessagesProcessed(), tot.DeadLetters, st.MailboxDroppedOldest)
+		})
+	}
+}

@@ -82,7 +82,7 @@ type mailbox struct {
 	sent  uint64
 	exec  *Executor // the executor it belongs to; immutable
 	index int       // position in Executor.mailboxes (spares: after the real ones); immutable
-	spare bool // no actor is ever placed on it (see Config.SpareQueues); immutable
+	spare bool      // no actor is ever placed on it (see Config.SpareQueues); immutable
 	_     cpu.CacheLinePad
 }
 

@@ -93,9 +93,11 @@
 // falls behind (its subscription's pending limits are exceeded), the NATS
 // client drops frames and counts them (Stats.Dropped).
 //
-// Asks time out only by their context: Ask returns ctx.Err() when ctx ends
-// first. An ask with no deadline waits until the reply, the remote actor's
-// termination, the node's "no responders", or Close.
+// Asks time out by their context: Ask returns ctx.Err() when ctx ends
+// first. Otherwise an ask ends with the reply, with the remote actor's
+// termination (actor.ErrTerminated), with "no responders" for its node, or
+// with Close. A node that dies after receiving a request sends nothing back,
+// and nothing tells the asker: give asks a deadline.
 //
 // Size: one encoded message, with its header, must fit in one NATS message
 // (the server's max_payload, 1 MiB by default); a larger one fails with

@@ -106,8 +106,7 @@ func ExportRequest[TR, R any, Req executor.RequestPtr[TR, R]](n *Node, name stri
 			err = actor.AskAsync(p, m, rp, timeout)
 		}
 		if err != nil {
-			r.failed = true
-			_ = actor.SendPill(r, actor.DeleteMsg)
+			_ = actor.SendPill(r, actor.DeleteMsg) // nothing else will reach it
 			n.deadLetter(name, err)
 			from.fail(id, failureCode(err), err.Error())
 		}
@@ -120,12 +119,11 @@ func ExportRequest[TR, R any, Req executor.RequestPtr[TR, R]](n *Node, name stri
 // pooled per export: Delete hands them back through Release.
 type replier[R any] struct {
 	actor.Actor
-	n      *Node
-	from   *peer
-	id     uint64
-	codec  Codec[R]
-	failed bool // the request was never sent: the pill ends it
-	pool   *sync.Pool
+	n     *Node
+	from  *peer
+	id    uint64
+	codec Codec[R]
+	pool  *sync.Pool
 }
 
 func (r *replier[R]) onReply(m *actor.Reply[R]) actor.Allocation {
@@ -151,7 +149,7 @@ func (r *replier[R]) onReply(m *actor.Reply[R]) actor.Allocation {
 
 // Release returns the replier to its pool (the Delete status).
 func (r *replier[R]) Release() {
-	r.n, r.from, r.id, r.failed = nil, nil, 0, false
+	r.n, r.from, r.id = nil, nil, 0
 	r.pool.Put(r)
 }
 

@@ -137,6 +137,8 @@ func (s *Sink) OnAdd(*Add) actor.Allocation {
 	return actor.Nodelete
 }
 
+func (s *Sink) OnLabel(*Label) actor.Allocation { return s.OnAdd(nil) }
+
 func natsConn(b *testing.B, url string) *nats.Conn {
 	nc, err := nats.Connect(url)
 	must(b, err)

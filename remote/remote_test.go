@@ -11,6 +11,7 @@ import (
 
 	"github.com/actord/actord/actor"
 	"github.com/actord/actord/remote"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
 func TestRoundTripTwoSystems(t *testing.T) {
@@ -399,4 +400,52 @@ func must3[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// A message type embedding a generated protobuf message (a well-known type
+// here, so that the test needs no protoc).
+type Label struct {
+	actor.Message
+	wrapperspb.StringValue
+}
+
+type OtherLabel struct {
+	actor.Message
+	wrapperspb.StringValue
+}
+
+func TestProtoCodec(t *testing.T) {
+	c := remote.Proto[Label]()
+	b, err := c.Append(nil, &Label{StringValue: wrapperspb.StringValue{Value: "tea"}})
+	must(t, err)
+	m, err := c.Decode(b)
+	if err != nil || m.GetValue() != "tea" {
+		t.Fatalf("round trip: %v, %v", m, err)
+	}
+	// The wire names the protobuf type: two Go types embedding the same
+	// message match, whatever their Go names.
+	if tn, ok := c.(interface{ TypeName() string }); !ok || tn.TypeName() != "google.protobuf.StringValue" {
+		t.Errorf("type name %v", c)
+	}
+	if _, err := c.Decode([]byte{0xff, 0xff}); err == nil {
+		t.Error("garbage decoded")
+	}
+	url := startNATS(t, 0)
+	sys := startSystem(t)
+	a := connect(t, sys, url, "a")
+	sink, err := actor.Spawn(sys, &Sink{target: 1, done: make(chan struct{}, 1)})
+	must(t, err)
+	p, _ := actor.Bind(sink, (*Sink).OnLabel)
+	must(t, remote.Export(a, "labels", p, remote.Proto[Label]()))
+	rp, err := remote.Import(a, "a", "labels", remote.Proto[OtherLabel]())
+	must(t, err)
+	must(t, rp.Send(&OtherLabel{StringValue: wrapperspb.StringValue{Value: "x"}}))
+	select {
+	case <-sink.done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("not delivered")
+	}
+	must(t, actor.SendPill(sink, actor.FinishedMsg))
+	a.Close()
+	stopSystem(t, sys)
 }

@@ -31,6 +31,16 @@ import (
 // terminates after the last one with the status the program gives it
 // (Delete, Destroy or Finished), exercising hooks and the live-actor count.
 //
+// Failure handling and flow control: each actor gets, from its name, a
+// directive (none, Restart, Resume or Escalate to a supervisor actor that
+// restarts it), possibly a bounded mailbox (bound = the number of messages
+// the model says it receives, so a correct bound never refuses one), and
+// possibly Started/Stopped hooks. A message whose identity hashes to "boom"
+// and whose receiver is supervised makes the behaviour panic after
+// recording it (unless it is the actor's last message, which terminates it
+// as usual); a boom message never forwards, so the model ends its chain
+// there.
+//
 // Checked against the model: each actor received exactly the predicted
 // multiset (conservation: nothing lost, nothing duplicated); for each
 // (sender, receiver) pair the receive order equals the send order
@@ -43,6 +53,9 @@ func FuzzActorPrograms(f *testing.F) {
 	f.Add([]byte("a longer program with many sends and hops to exercise stealing and spawning"))
 	f.Add([]byte{3, 3, 3, 3, 0, 0, 0, 0, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5})
 	f.Add([]byte{1, 200, 7, 9, 255, 0, 128, 64, 32, 16, 8, 4, 2, 1, 0, 255, 254, 253})
+	// Supervised, bounded and hooked actors (spawnBits, the 12th byte, has 0x80).
+	f.Add([]byte{2, 1, 2, 3, 2, 1, 2, 3, 5, 1, 2, 0xff, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 11, 22, 33, 44, 55, 66, 77, 88, 99, 111, 122, 133, 144, 155, 166, 177, 188, 199, 211, 222, 233, 244, 255, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21})
+	f.Add([]byte{0, 0, 1, 2, 0, 1, 0, 0, 4, 2, 0, 0xd5, 4, 4, 4, 4, 3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0, 9, 9, 9, 9, 8, 8, 8, 8, 7, 7, 7, 7})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p := decodeProgram(data)
 		runProgram(t, p)
@@ -167,6 +180,9 @@ func (p *program) model() map[string][]string {
 		at := fmt.Sprintf("i%d", s.to)
 		got[at] = append(got[at], msgID(k, 0, 0))
 		for hop := 0; hop < s.hops; hop++ {
+			if p.boom(at, msgID(k, hop, 0)) {
+				break // it panics (or terminates its receiver) instead of forwarding
+			}
 			if spawn, i := p.nextHop(s.route, hop); spawn {
 				at = childName(k, hop)
 			} else {
@@ -183,9 +199,44 @@ func (p *program) model() map[string][]string {
 	return got
 }
 
+// Directives, from an actor's name.
+const (
+	polNone = iota
+	polRestart
+	polResume
+	polEscalate
+)
+
+func nameHash(name string) int {
+	h := 0
+	for _, c := range name {
+		h = h*131 + int(c)
+	}
+	return h & 0x7fffffff
+}
+
+// policyOf returns an actor's directive, whether its mailbox is bounded and
+// whether it has lifecycle hooks.
+func (p *program) policyOf(name string) (pol int, bounded, hooked bool) {
+	h := nameHash(name) >> 3
+	if p.spawnBits&0x80 == 0 { // half the programs: plain actors only
+		return polNone, false, false
+	}
+	return h % 4, (h>>2)%3 == 0, (h>>4)%2 == 0
+}
+
+// boom reports whether message id panics at its receiver at.
+func (p *program) boom(at, id string) bool {
+	pol, _, _ := p.policyOf(at)
+	return pol != polNone && nameHash(id)%5 == 0
+}
+
 type fuzzActor struct {
 	actor.Actor
 	name      string
+	pol       int
+	resets    atomic.Int32
+	booms     int // panics it raised
 	run       *fuzzRun
 	expect    int
 	status    actor.Allocation
@@ -193,6 +244,7 @@ type fuzzActor struct {
 	recvFrom  map[string][]string // per sender, in receive order
 	sentTo    map[string][]string // per receiver, in send order
 	running   atomic.Int32
+	hooks     *hookedActor // if spawned with hooks
 	destroyed atomic.Int32 // hooks: written by the worker, read after Stop
 	released  atomic.Int32
 }
@@ -203,6 +255,8 @@ func (a *fuzzActor) Release() { a.released.Add(1) }
 type fuzzRun struct {
 	p         *program
 	sys       *actor.System
+	sup       *fuzzSup
+	supPort   actor.Port[*actor.Failure]
 	expect    map[string][]string
 	mu        sync.Mutex
 	actors    map[string]*fuzzActor
@@ -217,15 +271,67 @@ func (r *fuzzRun) fail(format string, args ...any) {
 }
 
 func (r *fuzzRun) newActor(name string) *fuzzActor {
-	a := &fuzzActor{name: name, run: r, expect: len(r.expect[name]), status: r.p.statusOf(name),
-		recvFrom: map[string][]string{}, sentTo: map[string][]string{}}
+	pol, bounded, hooked := r.p.policyOf(name)
+	var a *fuzzActor
+	var h *hookedActor
+	if hooked {
+		h = &hookedActor{}
+		a = &h.fuzzActor
+		a.hooks = h
+	} else {
+		a = &fuzzActor{}
+	}
+	a.name, a.run, a.expect, a.status, a.pol = name, r, len(r.expect[name]), r.p.statusOf(name), pol
+	a.recvFrom, a.sentTo = map[string][]string{}, map[string][]string{}
+	var opts []actor.SpawnOption
+	switch pol {
+	case polRestart:
+		opts = append(opts, actor.WithRestart(func() { a.resets.Add(1) }, actor.Budget{MaxRestarts: -1}))
+	case polResume:
+		opts = append(opts, actor.WithResume())
+	case polEscalate:
+		opts = append(opts, actor.WithEscalate(r.supPort, func() { a.resets.Add(1) }))
+	}
+	if bounded {
+		opts = append(opts, actor.WithMailbox(max(a.expect, 1), actor.Reject))
+	}
 	r.mu.Lock()
 	r.actors[name] = a
 	r.mu.Unlock()
-	if _, err := actor.Spawn(r.sys, a); err != nil {
+	var err error
+	if hooked {
+		_, err = actor.Spawn(r.sys, h, opts...)
+	} else {
+		_, err = actor.Spawn(r.sys, a, opts...)
+	}
+	if err != nil {
 		r.fail("spawn %s: %v", name, err)
 	}
 	return a
+}
+
+// hookedActor is a fuzz actor with lifecycle hooks; messages are sent to
+// the embedded fuzzActor.
+type hookedActor struct {
+	fuzzActor
+	started, stopped atomic.Int32
+}
+
+func (h *hookedActor) Started()             { h.started.Add(1) }
+func (h *hookedActor) Stopped(actor.Reason) { h.stopped.Add(1) }
+
+// fuzzSup is the supervisor of the Escalate actors: it restarts them.
+type fuzzSup struct {
+	actor.Actor
+	n atomic.Int32
+}
+
+func (s *fuzzSup) onFailure(f *actor.Failure) actor.Allocation {
+	s.n.Add(1)
+	if err := f.Restart(); err != nil {
+		panic(err)
+	}
+	return actor.Nodelete
 }
 
 func (r *fuzzRun) lookup(name string) *fuzzActor {
@@ -242,6 +348,13 @@ func (a *fuzzActor) receive(m *fuzzMsg) actor.Allocation {
 	id := msgID(m.chain, m.hop, m.copy)
 	a.got = append(a.got, id)
 	a.recvFrom[m.from] = append(a.recvFrom[m.from], id)
+	if a.run.p.boom(a.name, id) {
+		if len(a.got) == a.expect {
+			return a.status
+		}
+		a.booms++
+		panic("fuzz boom " + id)
+	}
 	if m.copy == 0 && m.hops > 0 {
 		var to *fuzzActor
 		if spawn, i := a.run.p.nextHop(m.route, m.hop); spawn {
@@ -268,7 +381,13 @@ func runProgram(t *testing.T, p program) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &fuzzRun{p: &p, sys: sys, expect: p.model(), actors: map[string]*fuzzActor{}}
+	r := &fuzzRun{p: &p, sys: sys, expect: p.model(), actors: map[string]*fuzzActor{}, sup: &fuzzSup{}}
+	if _, err := actor.Spawn(sys, r.sup); err != nil {
+		t.Fatal(err)
+	}
+	if r.supPort, err = actor.Bind(r.sup, (*fuzzSup).onFailure); err != nil {
+		t.Fatal(err)
+	}
 	initial := make([]*fuzzActor, p.initial)
 	for i := range initial {
 		initial[i] = r.newActor(fmt.Sprintf("i%d", i))
@@ -301,6 +420,22 @@ func runProgram(t *testing.T, p program) {
 		}()
 	}
 	wg.Wait()
+	// Every fuzz actor terminates by itself; then the supervisor is told to.
+	deadline := time.Now().Add(20 * time.Second)
+	for alive := true; alive && time.Now().Before(deadline); {
+		alive = false
+		r.mu.Lock()
+		for _, a := range r.actors {
+			if a.Alive() {
+				alive = true
+			}
+		}
+		r.mu.Unlock()
+		time.Sleep(100 * time.Microsecond)
+	}
+	if err := actor.SendPill(r.sup, actor.FinishedMsg); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := sys.Stop(ctx); err != nil {
@@ -310,6 +445,7 @@ func runProgram(t *testing.T, p program) {
 		t.Fatalf("%d failures; first: %s", r.failures.Load(), *f)
 	}
 	// Conservation against the model.
+	restarts, resumes, escalations := 0, 0, 0
 	if len(r.actors) != len(r.expect) {
 		t.Fatalf("%d actors existed, model has %d", len(r.actors), len(r.expect))
 	}
@@ -332,6 +468,29 @@ func runProgram(t *testing.T, p program) {
 		}
 		if int(a.destroyed.Load()) != wantD || int(a.released.Load()) != wantR {
 			t.Fatalf("%s (%v): Destroy ran %d times, Release %d times", name, a.status, a.destroyed.Load(), a.released.Load())
+		}
+		// Supervision: every panic was restarted, resumed or escalated.
+		switch a.pol {
+		case polRestart:
+			restarts += a.booms
+		case polResume:
+			resumes += a.booms
+		case polEscalate:
+			escalations += a.booms
+		}
+		if a.pol == polRestart || a.pol == polEscalate {
+			if int(a.resets.Load()) != a.booms {
+				t.Fatalf("%s: %d panics, %d resets", name, a.booms, a.resets.Load())
+			}
+		}
+		if h := a.hooks; h != nil {
+			wantStarts := 1
+			if a.pol == polRestart || a.pol == polEscalate {
+				wantStarts += a.booms
+			}
+			if int(h.started.Load()) != wantStarts || h.stopped.Load() != 1 {
+				t.Fatalf("%s: Started ran %d times (want %d), Stopped %d times", name, h.started.Load(), wantStarts, h.stopped.Load())
+			}
 		}
 	}
 	// Per-sender FIFO: what each receiver got from each sender, in order,
@@ -362,10 +521,20 @@ func runProgram(t *testing.T, p program) {
 			pills++
 		}
 	}
+	pills++ // the supervisor's
+	if int(tot.Restarts) != restarts+escalations || int(tot.Resumes) != resumes || int(tot.Escalations) != escalations ||
+		int(r.sup.n.Load()) != escalations || tot.Panics != uint64(restarts+resumes+escalations) {
+		t.Fatalf("stats: restarts %d, resumes %d, escalations %d, panics %d; model %d, %d, %d (supervisor saw %d)",
+			tot.Restarts, tot.Resumes, tot.Escalations, tot.Panics, restarts+escalations, resumes, escalations, r.sup.n.Load())
+	}
+	total += escalations // the failures sent to the supervisor
 	if st.MessagesSent != uint64(total+pills) || tot.MessagesProcessed() != uint64(total+pills) {
 		t.Fatalf("stats: sent %d, processed %d, model %d (+%d pills)", st.MessagesSent, tot.MessagesProcessed(), total, pills)
 	}
-	if tot.ActorsCreated != uint64(len(r.expect)) || tot.ActorsTerminated != uint64(len(r.expect)) {
-		t.Fatalf("stats: created %d, terminated %d, model %d", tot.ActorsCreated, tot.ActorsTerminated, len(r.expect))
+	if st.MailboxRejected != 0 {
+		t.Fatalf("stats: %d sends refused by a bound that fits every message", st.MailboxRejected)
+	}
+	if tot.ActorsCreated != uint64(len(r.expect)+1) || tot.ActorsTerminated != uint64(len(r.expect)+1) {
+		t.Fatalf("stats: created %d, terminated %d, model %d (+1 supervisor)", tot.ActorsCreated, tot.ActorsTerminated, len(r.expect))
 	}
 }

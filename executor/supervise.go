@@ -597,9 +597,7 @@ func (w *worker) deliverExt(env *envelope) {
 	case opStart:
 		w.runStarted(c, x, env.want)
 	case opDrain:
-		if w.runStarted(c, x, env.want) {
-			w.drainPrivate(c, x, env.want)
-		}
+		w.drainPrivate(c, x, env.want)
 	case opResume:
 		if w.unsuspend(x, ctlMsg.seq) {
 			w.drainPrivate(c, x, env.want)
@@ -662,9 +660,12 @@ func (w *worker) runStarted(c *Cell, x *cellExt, want uint32) bool {
 	return true
 }
 
-// drainPrivate delivers up to privBatch messages of the private queue,
-// then, if more are left, sends the actor a new drain token.
+// drainPrivate runs the Started hook if due, delivers up to privBatch
+// messages of the private queue, then, if more are left, sends the actor a new drain token.
 func (w *worker) drainPrivate(c *Cell, x *cellExt, want uint32) {
+	if !w.runStarted(c, x, want) {
+		return
+	}
 	q := x.pq
 	for range privBatch {
 		q.mu.Lock()

@@ -449,3 +449,69 @@ func TestProtoCodec(t *testing.T) {
 	a.Close()
 	stopSystem(t, sys)
 }
+
+// TestRestartMidStream keeps sending while the receiving node goes away and
+// comes back: every send either succeeds or fails with ErrNoResponders, the
+// sends fail while it is down, and resume once it is back.
+func TestRestartMidStream(t *testing.T) {
+	url := startNATS(t, 0)
+	sysA, sysB := startSystem(t), startSystem(t)
+	a := connect(t, sysA, url, "a")
+	b := connect(t, sysB, url, "b")
+	store := serveStore(t, sysB, b)
+	c := importStore(t, a, "b")
+
+	var phase atomic.Int32 // 0: up, 1: down, 2: back
+	var okUp, failDown, okBack atomic.Int64
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			p := phase.Load()
+			err := c.add.Send(&Add{N: i})
+			switch {
+			case err == nil && p == 0:
+				okUp.Add(1)
+			case err == nil && p == 2:
+				okBack.Add(1)
+			case errors.Is(err, remote.ErrNoResponders):
+				failDown.Add(1)
+			case err != nil:
+				t.Errorf("send %d: %v", i, err)
+				return
+			}
+			time.Sleep(50 * time.Microsecond)
+		}
+	}()
+	waitFor(t, 5*time.Second, "sends while up", func() bool { return okUp.Load() > 100 })
+	phase.Store(1)
+	b.Close()
+	must(t, actor.SendPill(store, actor.FinishedMsg))
+	waitFor(t, 5*time.Second, "sends to fail", func() bool { return failDown.Load() > 10 })
+	b2 := connect(t, sysB, url, "b")
+	store2 := serveStore(t, sysB, b2)
+	phase.Store(2)
+	waitFor(t, 5*time.Second, "sends to resume", func() bool { return okBack.Load() > 100 })
+	close(stop)
+	<-done
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	must(t, a.Flush(ctx))
+	// After the restart, the new store received a contiguous, ordered run.
+	tot := ask(t, c.get, &Get{})
+	if tot.Count == 0 || tot.OutOfOrder > 1 { // the first one it gets is out of its order
+		t.Errorf("after restart: %+v", tot)
+	}
+	t.Logf("sent while up %d, failed while down %d, sent after %d; received after %d", okUp.Load(), failDown.Load(), okBack.Load(), tot.Count)
+	must(t, actor.SendPill(store2, actor.FinishedMsg))
+	a.Close()
+	b2.Close()
+	stopSystem(t, sysA)
+	stopSystem(t, sysB)
+}

@@ -80,8 +80,10 @@
 // NATS server. The server then answers "no responders" to the sending node,
 // which marks the destination down: its pending asks fail with
 // ErrNoResponders, and later Sends and Asks to it fail at once with
-// ErrNoResponders instead of being published. While it is down the node is
-// probed (WithProbeInterval, default 250ms); when it answers, sends resume.
+// ErrNoResponders instead of being published. While it is down, a node
+// that has ports imported from it is probed (after WithProbeInterval,
+// default 250ms, then at doubling intervals up to 8 times that); when it
+// answers, or sends anything, sends to it resume.
 // The messages sent before the "no responders" came back (about one round
 // trip to the server) are lost without error: core NATS gives a one-way
 // publish no other signal. Use an ask where the sender must know.

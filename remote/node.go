@@ -49,8 +49,9 @@ type Node struct {
 	done chan struct{}  // closed by Close: flushers and probes return
 	wg   sync.WaitGroup // flusher and probe goroutines
 
-	lastLog atomic.Int64 // unix nanos of the last warning logged (rate limit)
-	st      counters
+	lastLog   atomic.Int64 // unix nanos of the last warning logged (rate limit)
+	downPeers atomic.Int64 // peers whose down flag is set (see peer.markDown)
+	st        counters
 }
 
 // export is one exported port: its message type's hash and the functions
@@ -104,8 +105,8 @@ func WithSubjectPrefix(p string) Option {
 	return func(c *config) { c.prefix = p }
 }
 
-// WithProbeInterval sets how often a node found to have no responders is
-// probed until it answers again (default 250ms).
+// WithProbeInterval sets how soon a node found to have no responders is
+// first probed (default 250ms); later probes back off to 8 times that.
 func WithProbeInterval(d time.Duration) Option {
 	return func(c *config) { c.probe = d }
 }
@@ -416,6 +417,15 @@ func (n *Node) onMsg(m *nats.Msg) {
 		return
 	}
 	var from *peer // the sender's peer, found when a record needs it
+	if n.downPeers.Load() > 0 {
+		// A frame from a node proves it is subscribed again.
+		n.mu.Lock()
+		p := n.peers[string(sender)]
+		n.mu.Unlock()
+		if p != nil {
+			p.markUp()
+		}
+	}
 	exports := *n.exports.Load()
 	for len(r.b) > 0 {
 		kind := r.byte()
@@ -482,7 +492,7 @@ func (n *Node) onMsg(m *nats.Msg) {
 			from.put([]byte{kindPong}, nil, true, false)
 		case kindPong:
 			if p := n.peer(sender); p != nil {
-				p.down.Store(false)
+				p.markUp()
 			}
 		default:
 			r.err = errMalformed

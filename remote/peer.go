@@ -36,8 +36,11 @@ type peer struct {
 	probing  bool // a probe goroutine runs
 
 	// down is set when the server reported no responders for the node's
-	// subject and cleared by its pong; read without lock by senders.
+	// subject and cleared by its pong or any frame from it; read without
+	// lock by senders. Its transitions update n.downPeers.
 	down atomic.Bool
+	// imported is set by Import: the peer is probed while down.
+	imported atomic.Bool
 }
 
 func newPeer(n *Node, name string) *peer {
@@ -174,9 +177,16 @@ func (p *peer) fail(id uint64, code byte, text string) {
 	_ = p.put(head, []byte(text), true, true)
 }
 
-// markDown marks the peer down and starts probing it, if not already.
+// markDown marks the peer down and, if this node imported ports of it,
+// starts probing it. A peer that only asked this node is not probed: the
+// next frame it sends marks it up again.
 func (p *peer) markDown() {
-	p.down.Store(true)
+	if !p.down.Swap(true) {
+		p.n.downPeers.Add(1)
+	}
+	if !p.imported.Load() {
+		return
+	}
 	p.mu.Lock()
 	if p.probing || p.closed {
 		p.mu.Unlock()
@@ -188,12 +198,21 @@ func (p *peer) markDown() {
 	go p.prober()
 }
 
-// prober sends a ping every probe interval while the peer is down; the
-// peer's pong clears down.
+// markUp clears down: the peer answered a probe, or sent a frame.
+func (p *peer) markUp() {
+	if p.down.CompareAndSwap(true, false) {
+		p.n.downPeers.Add(-1)
+	}
+}
+
+// prober sends a ping while the peer is down, after the probe interval,
+// then at doubling intervals up to 8 times that; the peer's pong (or any
+// frame from it) clears down.
 func (p *peer) prober() {
 	n := p.n
 	defer n.wg.Done()
-	t := time.NewTicker(n.probe)
+	d := n.probe
+	t := time.NewTimer(d)
 	defer t.Stop()
 	for {
 		select {
@@ -211,5 +230,7 @@ func (p *peer) prober() {
 		}
 		p.mu.Unlock()
 		_ = p.put([]byte{kindPing}, nil, true, false)
+		d = min(2*d, 8*n.probe)
+		t.Reset(d)
 	}
 }

@@ -180,6 +180,9 @@ func Import[M any](n *Node, node, name string, c Codec[M]) (*Port[M], error) {
 	if p == nil {
 		return nil, ErrClosed
 	}
+	if !p.imported.Swap(true) && p.down.Load() {
+		p.markDown() // start probing it
+	}
 	return &Port[M]{n: n, p: p, name: name, hash: typeHash(c), codec: c}, nil
 }
 

@@ -87,11 +87,7 @@ func (n *Node) Stats() Stats {
 	if d, err := n.sub.Dropped(); err == nil && d > 0 {
 		s.Dropped = uint64(d)
 	}
-	for _, p := range n.peerList() {
-		if p.down.Load() {
-			s.PeersDown++
-		}
-	}
+	s.PeersDown = uint64(max(n.downPeers.Load(), 0))
 	h := Histogram{Bounds: AskLatencyBounds, Counts: make([]uint64, len(c.latCounts))}
 	for i := range c.latCounts {
 		h.Counts[i] = c.latCounts[i].Load()

@@ -92,8 +92,9 @@
 // hands messages to the actors' mailboxes, which do not block; asks to a
 // busy actor end with their context (ctx.Err()), and a reply after that is
 // counted (Stats.LateReplies) and dropped. If the receiving node itself
-// falls behind (its subscription's pending limits are exceeded), the NATS
-// client drops frames and counts them (Stats.Dropped).
+// falls behind (its subscription's pending limits, WithPendingLimits, are
+// exceeded), the NATS client drops frames, and the node counts them
+// (Stats.Dropped): at most once, again.
 //
 // Asks time out by their context: Ask returns ctx.Err() when ctx ends
 // first. Otherwise an ask ends with the reply, with the remote actor's

@@ -78,10 +78,12 @@ type result struct {
 type Option func(*config)
 
 type config struct {
-	nats   []nats.Option
-	log    *slog.Logger
-	prefix string
-	probe  time.Duration
+	nats      []nats.Option
+	log       *slog.Logger
+	prefix    string
+	probe     time.Duration
+	pendMsgs  int
+	pendBytes int
 }
 
 // WithNATS passes options to nats.Connect: credentials, TLS, reconnect
@@ -111,6 +113,14 @@ func WithProbeInterval(d time.Duration) Option {
 	return func(c *config) { c.probe = d }
 }
 
+// WithPendingLimits sets the limits of the node's NATS subscription: frames
+// (NATS messages) and bytes received and not yet handed to the local ports
+// (defaults 512Ki frames, 256 MiB). Past them the NATS client drops frames
+// (a slow consumer), counted in Stats.Dropped. Negative: no limit.
+func WithPendingLimits(frames, bytes int) Option {
+	return func(c *config) { c.pendMsgs, c.pendBytes = frames, bytes }
+}
+
 // Connect connects a node named name of the system sys to the NATS server(s)
 // at url and subscribes to the node's subject. The name must be a single
 // NATS subject token (no '.', '*', '>' or white space); two live nodes with
@@ -121,7 +131,8 @@ func Connect(sys *actor.System, url, name string, opts ...Option) (*Node, error)
 	if sys == nil {
 		panic("remote: Connect with a nil system")
 	}
-	cfg := config{log: slog.Default(), prefix: "actord", probe: 250 * time.Millisecond}
+	cfg := config{log: slog.Default(), prefix: "actord", probe: 250 * time.Millisecond,
+		pendMsgs: nats.DefaultSubPendingMsgsLimit, pendBytes: 256 << 20}
 	for _, o := range opts {
 		if o != nil {
 			o(&cfg)
@@ -154,9 +165,7 @@ func Connect(sys *actor.System, url, name string, opts ...Option) (*Node, error)
 	n.exports.Store(&empty)
 	sub, err := nc.Subscribe(n.subject, n.onMsg)
 	if err == nil {
-		// Frames are batched: the default message limit is plenty, and the
-		// byte limit is raised so that a burst of full frames fits.
-		err = sub.SetPendingLimits(nats.DefaultSubPendingMsgsLimit, 256<<20)
+		err = sub.SetPendingLimits(cfg.pendMsgs, cfg.pendBytes)
 	}
 	if err == nil {
 		err = nc.Flush() // the subscription is known to the server

@@ -515,3 +515,55 @@ func TestRestartMidStream(t *testing.T) {
 	stopSystem(t, sysA)
 	stopSystem(t, sysB)
 }
+
+// slowCodec decodes slowly, so that the receiving node falls behind.
+type slowCodec struct{ remote.Codec[*Add] }
+
+func (c slowCodec) Decode(b []byte) (*Add, error) {
+	time.Sleep(200 * time.Microsecond)
+	return c.Codec.Decode(b)
+}
+
+// TestSlowConsumerNode makes the receiving node itself fall behind its NATS
+// subscription's limits: the NATS client drops frames, the node counts them,
+// nothing crashes, senders never block, and the node goes on serving.
+func TestSlowConsumerNode(t *testing.T) {
+	url := startNATS(t, 0)
+	sysA, sysB := startSystem(t), startSystem(t)
+	a := connect(t, sysA, url, "a")
+	b := connect(t, sysB, url, "b", remote.WithPendingLimits(4, -1))
+	store, err := actor.Spawn(sysB, &Store{})
+	must(t, err)
+	add, _ := actor.Bind(store, (*Store).OnAdd)
+	get, _ := actor.Bind(store, (*Store).OnGet)
+	must(t, remote.Export(b, "add", add, slowCodec{remote.CBOR[*Add]()}))
+	must(t, remote.ExportRequest(b, "get", get, remote.JSON[*Get](), remote.JSON[Totals]()))
+	c := importStore(t, a, "b")
+
+	const n = 20000
+	for i := range n {
+		must(t, c.add.Send(&Add{N: i}))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	must(t, a.Flush(ctx))
+	waitFor(t, 10*time.Second, "frames dropped", func() bool { return b.Stats().Dropped > 0 })
+	// The node still answers (an ask may itself be dropped: retry).
+	var tot Totals
+	waitFor(t, 20*time.Second, "an answer", func() bool {
+		actx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		defer cancel()
+		var err error
+		tot, err = c.get.Ask(actx, &Get{})
+		return err == nil
+	})
+	if tot.Count >= n || tot.Count == 0 {
+		t.Errorf("received %d of %d with drops", tot.Count, n)
+	}
+	t.Logf("received %d of %d, %d frames dropped", tot.Count, n, b.Stats().Dropped)
+	must(t, actor.SendPill(store, actor.FinishedMsg))
+	a.Close()
+	b.Close()
+	stopSystem(t, sysA)
+	stopSystem(t, sysB)
+}

@@ -46,6 +46,8 @@ type descs struct {
 	live, parked, queued, workers, queues, stale, snapshot *prometheus.Desc
 	asksPending, asksTimedOut, lateReplies                 *prometheus.Desc
 	timersPending, timersFired, timersDead                 *prometheus.Desc
+	restarts, resumes, escalations, budgetExhausted        *prometheus.Desc
+	watchNotices, mailboxOverflows                         *prometheus.Desc
 }
 
 // Label names and values.
@@ -58,6 +60,12 @@ const (
 	reasonFailedSwap  = "failed_swap"
 	causeSender       = "sender"
 	causeTimeout      = "timeout"
+
+	// Reasons of actord_mailbox_overflows_total: the bounded mailbox's
+	// Overflow policy that handled the send.
+	reasonReject     = "reject"
+	reasonDropNewest = "drop_newest"
+	reasonDropOldest = "drop_oldest"
 )
 
 // NewCollector returns a Collector with no source: until Attach it exports
@@ -86,7 +94,7 @@ func NewCollector() *Collector {
 		terminated:    desc("actors_terminated_total", "Actors terminated on the worker (allocation status or panic).", w...),
 		deadLetters:   desc("dead_letters_total", "Messages the worker dropped because their actor had terminated.", w...),
 		dropped:       desc("dropped_messages_total", "Messages dropped from the worker's batch by a forced stop.", w...),
-		panics:        desc("panics_total", "Behaviours or hooks that panicked (recovered; the actor was terminated).", w...),
+		panics:        desc("panics_total", "Behaviours or hooks that panicked (recovered; the actor was terminated unless it was spawned with a supervision option: see restarts, resumes and escalations).", w...),
 		live:          desc("live_actors", "Actors spawned and not yet terminated in the current system."),
 		parked:        desc("parked_workers", "Workers of the current system asleep at the time of the scrape."),
 		queued:        desc("queued_messages", "Messages waiting in the current system's mailboxes, not yet gulped."),
@@ -100,6 +108,14 @@ func NewCollector() *Collector {
 		timersPending: desc("timers_pending", "Timers of the current system set and not yet fired or stopped."),
 		timersFired:   desc("timers_fired_total", "Timer deliveries made, each firing of a periodic timer counted (system-wide)."),
 		timersDead:    desc("timer_dead_letters_total", "Timer firings dropped because their port's actor had terminated (system-wide)."),
+
+		restarts:        desc("restarts_total", "Actors restarted on the worker after a behaviour panicked (WithRestart, or a supervisor's Failure.Restart); the failing message was dropped.", w...),
+		resumes:         desc("resumes_total", "Failing messages dropped on the worker by actors spawned WithResume, which kept their state and went on.", w...),
+		escalations:     desc("escalations_total", "Panics on the worker handed to a supervisor as a Failure (WithEscalate); the actor waited for its decision.", w...),
+		budgetExhausted: desc("restart_budget_exhausted_total", "Actors terminated on the worker because a panic exceeded their restart budget (Reason budget).", w...),
+		watchNotices:    desc("watch_notifications_total", "Terminated notices sent to watchers (Watch, WatchChan), one per watch (system-wide)."),
+		mailboxOverflows: desc("mailbox_overflows_total", "Sends to a full bounded mailbox (WithMailbox): reason=reject (the send failed with ErrMailboxFull), drop_newest (the new message was dropped) or drop_oldest (the oldest queued message was dropped) (system-wide).",
+			labelReason),
 	}}
 }
 
@@ -171,6 +187,10 @@ func addStats(t, o *executor.Stats) {
 	t.LateReplies += o.LateReplies
 	t.TimersFired += o.TimersFired
 	t.TimersDead += o.TimersDead
+	t.MailboxRejected += o.MailboxRejected
+	t.MailboxDroppedNewest += o.MailboxDroppedNewest
+	t.MailboxDroppedOldest += o.MailboxDroppedOldest
+	t.WatchNotices += o.WatchNotices
 }
 
 // Describe implements prometheus.Collector.
@@ -184,6 +204,8 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		d.live, d.parked, d.queued, d.workers, d.queues, d.stale, d.snapshot,
 		d.asksPending, d.asksTimedOut, d.lateReplies,
 		d.timersPending, d.timersFired, d.timersDead,
+		d.restarts, d.resumes, d.escalations, d.budgetExhausted,
+		d.watchNotices, d.mailboxOverflows,
 	} {
 		ch <- x
 	}
@@ -211,6 +233,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(d.lateReplies, float64(t.LateReplies))
 	counter(d.timersFired, float64(t.TimersFired))
 	counter(d.timersDead, float64(t.TimersDead))
+	counter(d.watchNotices, float64(t.WatchNotices))
+	counter(d.mailboxOverflows, float64(t.MailboxRejected), reasonReject)
+	counter(d.mailboxOverflows, float64(t.MailboxDroppedNewest), reasonDropNewest)
+	counter(d.mailboxOverflows, float64(t.MailboxDroppedOldest), reasonDropOldest)
 	for i := range t.Workers {
 		w := &t.Workers[i]
 		l := strconv.Itoa(i)
@@ -234,6 +260,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(d.deadLetters, float64(w.DeadLetters), l)
 		counter(d.dropped, float64(w.Dropped), l)
 		counter(d.panics, float64(w.Panics), l)
+		counter(d.restarts, float64(w.Restarts), l)
+		counter(d.resumes, float64(w.Resumes), l)
+		counter(d.escalations, float64(w.Escalations), l)
+		counter(d.budgetExhausted, float64(w.BudgetExhausted), l)
 	}
 	if !hasCur {
 		return

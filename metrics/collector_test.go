@@ -93,18 +93,20 @@ next:
 func twoWorkers() executor.Stats {
 	w0 := executor.WorkerStats{ActorsCreated: 3, ActorsTerminated: 2, LocalSends: 5, DeadLetters: 1, Panics: 1,
 		MissedGulps: 7, StealAttempts: 10, StealNoCandidate: 4, StealFailedSwap: 1, EmptySteals: 2,
-		StealWakeups: 6, Parks: 9, WakeupsBySender: 5, WakeupsByTimeout: 3, ParkedTime: 1500 * time.Millisecond}
+		StealWakeups: 6, Parks: 9, WakeupsBySender: 5, WakeupsByTimeout: 3, ParkedTime: 1500 * time.Millisecond,
+		Restarts: 11, Resumes: 12, Escalations: 13, BudgetExhausted: 14}
 	for _, v := range []uint64{0, 1, 1, 3, 4, 1 << 30} {
 		w0.GulpSize.Observe(v)
 	}
 	w0.StealSize.Observe(2)
 	w0.StealSize.Observe(3)
 	w0.StealSize.Observe(3)
-	w1 := executor.WorkerStats{ActorsCreated: 1}
+	w1 := executor.WorkerStats{ActorsCreated: 1, Restarts: 1}
 	w1.GulpSize.Observe(8)
 	return executor.Stats{Workers: []executor.WorkerStats{w0, w1}, ExternalActorsCreated: 4, MessagesSent: 100,
 		LiveActors: 12, ParkedWorkers: 1, QueuedMessages: 33, Queues: 32, Stale: []int{1},
-		AsksPending: 7, AsksTimedOut: 3, LateReplies: 2, TimersPending: 5, TimersFired: 40, TimersDead: 6}
+		AsksPending: 7, AsksTimedOut: 3, LateReplies: 2, TimersPending: 5, TimersFired: 40, TimersDead: 6,
+		MailboxRejected: 21, MailboxDroppedNewest: 22, MailboxDroppedOldest: 23, WatchNotices: 24}
 }
 
 func TestLint(t *testing.T) {
@@ -163,10 +165,22 @@ func TestValues(t *testing.T) {
 	require.Equal(t, 5.0, value(t, f, "actord_timers_pending"))
 	require.Equal(t, 40.0, value(t, f, "actord_timers_fired_total"))
 	require.Equal(t, 6.0, value(t, f, "actord_timer_dead_letters_total"))
+	require.Equal(t, 11.0, value(t, f, "actord_restarts_total", w("0")...))
+	require.Equal(t, 1.0, value(t, f, "actord_restarts_total", w("1")...))
+	require.Equal(t, 12.0, value(t, f, "actord_resumes_total", w("0")...))
+	require.Equal(t, 13.0, value(t, f, "actord_escalations_total", w("0")...))
+	require.Equal(t, 14.0, value(t, f, "actord_restart_budget_exhausted_total", w("0")...))
+	require.Equal(t, 0.0, value(t, f, "actord_restart_budget_exhausted_total", w("1")...))
+	require.Equal(t, 24.0, value(t, f, "actord_watch_notifications_total"))
+	require.Equal(t, 21.0, value(t, f, "actord_mailbox_overflows_total", "reason", "reject"))
+	require.Equal(t, 22.0, value(t, f, "actord_mailbox_overflows_total", "reason", "drop_newest"))
+	require.Equal(t, 23.0, value(t, f, "actord_mailbox_overflows_total", "reason", "drop_oldest"))
+	require.Len(t, f["actord_mailbox_overflows_total"].Metric, 3, "one series per overflow policy")
 	for name, typ := range map[string]dto.MetricType{
 		"actord_asks_pending": dto.MetricType_GAUGE, "actord_timers_pending": dto.MetricType_GAUGE,
 		"actord_asks_timed_out_total": dto.MetricType_COUNTER, "actord_late_replies_total": dto.MetricType_COUNTER,
 		"actord_timers_fired_total": dto.MetricType_COUNTER, "actord_timer_dead_letters_total": dto.MetricType_COUNTER,
+		"actord_watch_notifications_total": dto.MetricType_COUNTER,
 	} {
 		require.Equal(t, typ, f[name].GetType(), name)
 		require.Empty(t, f[name].Metric[0].Label, "%s has no worker label", name)
@@ -198,9 +212,14 @@ func TestNoSource(t *testing.T) {
 	f := gather(t, c)
 	require.Equal(t, 0.0, value(t, f, "actord_messages_sent_total"))
 	require.Equal(t, 0.0, value(t, f, "actord_actors_created_total", "worker", ExternalWorker))
-	for _, name := range []string{"actord_asks_timed_out_total", "actord_late_replies_total", "actord_timers_fired_total", "actord_timer_dead_letters_total"} {
+	for _, name := range []string{"actord_asks_timed_out_total", "actord_late_replies_total", "actord_timers_fired_total", "actord_timer_dead_letters_total",
+		"actord_watch_notifications_total"} {
 		require.Equal(t, 0.0, value(t, f, name), "counters exist before any system: %s", name)
 	}
+	for _, r := range []string{"reject", "drop_newest", "drop_oldest"} {
+		require.Equal(t, 0.0, value(t, f, "actord_mailbox_overflows_total", "reason", r), "counters exist before any system")
+	}
+	require.NotContains(t, f, "actord_restarts_total", "no workers yet")
 	require.NotContains(t, f, "actord_live_actors", "no gauges without a system")
 	require.NotContains(t, f, "actord_asks_pending", "no gauges without a system")
 	require.NotContains(t, f, "actord_timers_pending", "no gauges without a system")
@@ -214,7 +233,9 @@ func TestAttachFoldsRetired(t *testing.T) {
 	c := NewCollector()
 	a := &fakeSource{st: twoWorkers()}
 	b := &fakeSource{st: executor.Stats{Workers: []executor.WorkerStats{{ActorsCreated: 10}}, MessagesSent: 5, LiveActors: 1, Queues: 16,
-		AsksPending: 1, AsksTimedOut: 10, LateReplies: 20, TimersPending: 2, TimersFired: 30, TimersDead: 1}}
+		AsksPending: 1, AsksTimedOut: 10, LateReplies: 20, TimersPending: 2, TimersFired: 30, TimersDead: 1,
+		MailboxRejected: 1, MailboxDroppedNewest: 2, MailboxDroppedOldest: 3, WatchNotices: 4}}
+	b.st.Workers[0].Restarts = 100
 	c.Attach(a)
 	c.Attach(a) // no-op: a is current
 	c.Attach(b)
@@ -234,6 +255,13 @@ func TestAttachFoldsRetired(t *testing.T) {
 	require.Equal(t, 7.0, value(t, f, "actord_timer_dead_letters_total"))
 	require.Equal(t, 1.0, value(t, f, "actord_asks_pending"))
 	require.Equal(t, 2.0, value(t, f, "actord_timers_pending"))
+	// So do the supervision and flow-control counters.
+	require.Equal(t, 111.0, value(t, f, "actord_restarts_total", "worker", "0"))
+	require.Equal(t, 1.0, value(t, f, "actord_restarts_total", "worker", "1"))
+	require.Equal(t, 28.0, value(t, f, "actord_watch_notifications_total"))
+	require.Equal(t, 22.0, value(t, f, "actord_mailbox_overflows_total", "reason", "reject"))
+	require.Equal(t, 24.0, value(t, f, "actord_mailbox_overflows_total", "reason", "drop_newest"))
+	require.Equal(t, 26.0, value(t, f, "actord_mailbox_overflows_total", "reason", "drop_oldest"))
 
 	c.Attach(nil)
 	f = gather(t, c)

@@ -25,8 +25,12 @@
 // ...). Messages sent is system-wide (no worker label), because the executor
 // counts sends per mailbox rather than per worker; so are the request and
 // timer metrics, which the executor counts for the whole system (a request
-// or a timer is not tied to a worker). Actors spawned from goroutines that
-// are not workers are counted under worker="external".
+// or a timer is not tied to a worker), and the watch and bounded-mailbox
+// metrics (a send to a full mailbox may come from any goroutine). The
+// supervision metrics (restarts, resumes, escalations, exhausted restart
+// budgets) are per worker: the worker that ran the panicking behaviour.
+// Actors spawned from goroutines that are not workers are counted under
+// worker="external".
 //
 //	actord_messages_sent_total                      messages sent, pills included (system-wide)
 //	actord_messages_processed_total{worker}         messages whose behaviour the worker ran
@@ -60,6 +64,13 @@
 //	actord_timers_pending                           timers set and not yet fired or stopped
 //	actord_timers_fired_total                       timer deliveries (each firing of a periodic timer)
 //	actord_timer_dead_letters_total                 timer firings dropped: their port's actor had terminated
+//	actord_restarts_total{worker}                   actors restarted after a panic (WithRestart, Failure.Restart)
+//	actord_resumes_total{worker}                    failing messages dropped by actors spawned WithResume
+//	actord_escalations_total{worker}                panics handed to a supervisor (WithEscalate)
+//	actord_restart_budget_exhausted_total{worker}   actors terminated for exceeding their restart budget
+//	actord_watch_notifications_total                Terminated notices sent to watchers (Watch, WatchChan)
+//	actord_mailbox_overflows_total{reason}          sends to a full bounded mailbox: reason="reject",
+//	                                                "drop_newest" or "drop_oldest" (WithMailbox's Overflow)
 //
 // The two histograms are per worker and use the executor's power-of-two
 // buckets (executor.BucketUpperBound: le="0", "1", "2", "4", ... "1.048576e+06",

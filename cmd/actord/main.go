@@ -275,6 +275,9 @@ func logFinal(log *slog.Logger, coll *metrics.Collector, wm *metrics.Workload, u
 		"parked", t.ParkedTime.Round(time.Millisecond),
 		"actors_created", t.ActorsCreated, "actors_terminated", t.ActorsTerminated,
 		"dead_letters", t.DeadLetters, "dropped", t.Dropped, "panics", t.Panics,
+		"restarts", t.Restarts, "resumes", t.Resumes, "escalations", t.Escalations, "restart_budget_exhausted", t.BudgetExhausted,
+		"watch_notifications", st.WatchNotices, "mailbox_rejected", st.MailboxRejected,
+		"mailbox_dropped_newest", st.MailboxDroppedNewest, "mailbox_dropped_oldest", st.MailboxDroppedOldest,
 		"runs", int64(counterValue(wm.Runs)), "requests", int64(counterValue(wm.Requests)),
 	}
 	if runErr != nil {

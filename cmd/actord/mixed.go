@@ -36,7 +36,17 @@ import (
 //   - now and then a shard runs a long behaviour (tens to hundreds of
 //     milliseconds), so the other workers steal the rest of its worker's
 //     queues, and the queries queued behind it time out (their replies come
-//     late and are dropped).
+//     late and are dropped);
+//   - every crashEvery a shard panics (an injected failure): shards are
+//     spawned with actor.WithRestart, so it restarts with its state reset
+//     and goes on with the queries queued for it, none lost;
+//   - each session sends an audit record per request to one audit actor,
+//     whose mailbox is bounded (actor.WithMailbox, auditBound, DropOldest):
+//     every stallEvery the audit actor stalls for a while (a slow disk, say)
+//     and the oldest records are dropped, counted, instead of the queue
+//     growing without limit;
+//   - a monitor actor watches every session (actor.Watch) and counts the
+//     Terminated notices.
 //
 // Termination never leaves a message undelivered, during the run or at the
 // end, so Stop returns nil:
@@ -54,8 +64,11 @@ import (
 //   - at shutdown the clients and the manager stop first and every request
 //     in flight ends (answered, or timed out); every session loses its
 //     registry lease and gets its pill; once every session and gather has
-//     terminated (mixed.live), nothing can send to the shards any more, and
-//     they get their pills; then Stop. No request is then pending.
+//     terminated (mixed.live), nothing can send to the shards or the audit
+//     actor any more, and they get their pills; once the monitor has
+//     received every session's Terminated notice (mixed.watched: a
+//     session's watchers are notified after its Destroy hook), it gets its
+//     pill; then Stop. No request is then pending.
 
 // mixedParams shapes the mixed workload.
 type mixedParams struct {
@@ -73,6 +86,11 @@ type mixedParams struct {
 	tick         time.Duration // clients' pacing tick
 	askTimeout   time.Duration // how long a client waits for its answer
 	queryTimeout time.Duration // how long a gather waits for each shard's reply
+	crashEvery   time.Duration // period of the injected shard failures (0: none)
+	stallEvery   time.Duration // period of the audit actor's stalls (0: none)
+	stall        time.Duration // how long a stall lasts
+	auditBound   int           // the audit actor's mailbox bound
+	budget       actor.Budget  // the shards' restart budget
 }
 
 func defaultMixed(sessions int, rate float64) mixedParams {
@@ -89,6 +107,11 @@ func defaultMixed(sessions int, rate float64) mixedParams {
 		slowOdds: 15 * time.Second, slowMin: 50 * time.Millisecond,
 		tick:       time.Millisecond,
 		askTimeout: 5 * time.Second, queryTimeout: 100 * time.Millisecond,
+		crashEvery: 2 * time.Second, stallEvery: 3 * time.Second, stall: 200 * time.Millisecond,
+		auditBound: 256,
+		// Generous: the injected failures are spread over the shards, so a
+		// shard restarts rarely; the budget bounds a real crash loop.
+		budget: actor.Budget{MaxRestarts: 100, Within: time.Minute, MinBackoff: time.Millisecond, MaxBackoff: 50 * time.Millisecond},
 	}
 }
 
@@ -145,6 +168,24 @@ type slowMsg struct {
 	d time.Duration
 }
 
+// crashMsg makes a shard panic (an injected failure).
+type crashMsg struct{ actor.Message }
+
+// errInjectedCrash is the panic value of an injected shard failure.
+var errInjectedCrash = errors.New("actord: mixed workload: injected shard failure")
+
+// auditRecord is one session's record of a request it served.
+type auditRecord struct {
+	actor.Message
+	fanout int
+}
+
+// stallMsg holds the audit actor for d.
+type stallMsg struct {
+	actor.Message
+	d time.Duration
+}
+
 type session struct {
 	actor.Actor
 	m       *mixed
@@ -162,6 +203,11 @@ type session struct {
 
 func (s *session) request(r *request) actor.Allocation {
 	s.h = work(s.h, r.cost)
+	// The audit actor's bounded mailbox drops its oldest record when full:
+	// this send never fails while the audit actor is alive.
+	if err := actor.Send(s.m.audit, &auditRecord{fanout: r.fanout}, (*auditor).record); err != nil {
+		s.m.fail(err)
+	}
 	if r.fanout == 0 {
 		_ = r.Reply(answer{h: s.h}) // ErrReplied: its client gave up (a late reply, counted)
 		return actor.Nodelete
@@ -250,6 +296,48 @@ func (s *shard) slow(m *slowMsg) actor.Allocation {
 	return actor.Nodelete
 }
 
+// crash is the injected failure: the shard panics, and restarts (see
+// runMixed).
+func (s *shard) crash(*crashMsg) actor.Allocation { panic(errInjectedCrash) }
+
+// auditor receives the sessions' audit records through a bounded mailbox.
+type auditor struct {
+	actor.Actor
+	records, fanouts uint64
+}
+
+func (a *auditor) record(r *auditRecord) actor.Allocation {
+	a.records++
+	a.fanouts += uint64(r.fanout)
+	return actor.Nodelete
+}
+
+// stall is the audit actor's occasional slow spell (a slow disk, say):
+// records pile up behind it, and past the bound the oldest are dropped. It
+// blocks its worker, as a behaviour should not; the other workers steal the
+// rest of that worker's queues meanwhile.
+func (a *auditor) stall(m *stallMsg) actor.Allocation {
+	time.Sleep(m.d)
+	return actor.Nodelete
+}
+
+// monitor watches the sessions and counts their Terminated notices.
+type monitor struct {
+	actor.Actor
+	m      *mixed
+	byWhy  map[actor.Reason]uint64
+	normal atomic.Uint64 // sessions that terminated normally (read by the final log)
+}
+
+func (mo *monitor) terminated(t *actor.Terminated) actor.Allocation {
+	mo.byWhy[t.Reason]++
+	if t.Reason == actor.ReasonNormal {
+		mo.normal.Add(1)
+	}
+	mo.m.watched.Done()
+	return actor.Nodelete
+}
+
 // mixed is one run of the workload.
 type mixed struct {
 	p          mixedParams
@@ -258,7 +346,15 @@ type mixed struct {
 	log        *slog.Logger
 	shards     []shard
 	shardPorts []actor.Port[*query]
+	audit      *auditor
+	mon        *monitor
+	monPort    actor.Port[*actor.Terminated]
 	t0         time.Time
+
+	// watched counts the sessions' watches whose Terminated notice the
+	// monitor has not received yet: Add before Watch (by the manager), Done
+	// by the monitor. Shutdown waits for zero before pilling the monitor.
+	watched sync.WaitGroup
 
 	// live counts sessions and gathers not yet terminated: Add before Spawn
 	// (by the manager, or by a live session for its gathers), Done in their
@@ -327,7 +423,10 @@ func runMixed(ctx context.Context, sys *actor.System, p mixedParams, wm *metrics
 	m.shards = make([]shard, p.shards)
 	m.shardPorts = make([]actor.Port[*query], p.shards)
 	for i := range m.shards {
-		if _, err := actor.Spawn(sys, &m.shards[i]); err != nil {
+		sh := &m.shards[i]
+		// An injected failure restarts the shard with its state reset;
+		// the queries queued for it wait (the budget's backoff), then go on.
+		if _, err := actor.Spawn(sys, sh, actor.WithRestart(func() { sh.h = 0 }, p.budget)); err != nil {
 			return err
 		}
 		port, err := actor.Bind(&m.shards[i], (*shard).query)
@@ -335,6 +434,18 @@ func runMixed(ctx context.Context, sys *actor.System, p mixedParams, wm *metrics
 			return err
 		}
 		m.shardPorts[i] = port
+	}
+	m.audit = &auditor{}
+	if _, err := actor.Spawn(sys, m.audit, actor.WithMailbox(p.auditBound, actor.DropOldest)); err != nil {
+		return err
+	}
+	m.mon = &monitor{m: m, byWhy: make(map[actor.Reason]uint64)}
+	if _, err := actor.Spawn(sys, m.mon); err != nil {
+		return err
+	}
+	var err error
+	if m.monPort, err = actor.Bind(m.mon, (*monitor).terminated); err != nil {
+		return err
 	}
 
 	var gen sync.WaitGroup
@@ -398,12 +509,23 @@ func (m *mixed) shutdown(timeout time.Duration) error {
 				m.fail(err)
 			}
 		}
+		// The last records are queued ahead of the pill, which nothing
+		// follows: the mailbox never drops it.
+		if err := actor.SendPill(m.audit, actor.FinishedMsg); err != nil {
+			m.fail(err)
+		}
+		if waitFor(ctx, &m.watched) {
+			if err := actor.SendPill(m.mon, actor.FinishedMsg); err != nil {
+				m.fail(err)
+			}
+		}
 	}
 	// Otherwise Stop below reports the actors still alive (ErrActorsAlive).
 	err := m.sys.Stop(ctx)
 	m.log.Info("mixed workload stopped", "sessions_at_end", len(all),
 		"requests_answered", m.answered.Load(), "partial_answers", m.partial.Load(),
-		"requests_timed_out", m.timedOut.Load(), "shutdown", time.Since(start).Round(time.Millisecond))
+		"requests_timed_out", m.timedOut.Load(), "sessions_watched_to_the_end", m.mon.normal.Load(),
+		"shutdown", time.Since(start).Round(time.Millisecond))
 	if f := m.failed.Load(); f != nil {
 		return errors.Join(*f, err)
 	}
@@ -427,10 +549,23 @@ func (m *mixed) manage(ctx context.Context) {
 	defer tick.Stop()
 	per := 0.1 // seconds per manager tick
 	m.reshape(time.Now(), rng)
+	// The injected failures and the audit stalls are periodic, so that they
+	// show within seconds of the start.
+	crash, stall := every(m.p.crashEvery), every(m.p.stallEvery)
+	defer crash.Stop()
+	defer stall.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-crash.C:
+			if err := actor.Send(&m.shards[rng.IntN(len(m.shards))], &crashMsg{}, (*shard).crash); err != nil {
+				m.fail(err)
+			}
+		case <-stall.C:
+			if err := actor.Send(m.audit, &stallMsg{d: m.p.stall}, (*auditor).stall); err != nil {
+				m.fail(err)
+			}
 		case now := <-tick.C:
 			m.reshape(now, rng)
 			if rng.Float64() < per/m.p.burstOdds.Seconds() && now.UnixNano() >= m.burstUntil.Load() {
@@ -445,6 +580,16 @@ func (m *mixed) manage(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// every returns a ticker of period d, or one that never ticks if d is 0.
+func every(d time.Duration) *time.Ticker {
+	if d <= 0 {
+		t := time.NewTicker(time.Hour)
+		t.Stop()
+		return t
+	}
+	return time.NewTicker(d)
 }
 
 // reshape retires expired sessions (and surplus ones when the wave falls)
@@ -490,6 +635,11 @@ func (m *mixed) reshape(now time.Time, rng *rand.Rand) {
 			break
 		}
 		s.port = port
+		m.watched.Add(1) // before Watch: the monitor calls Done
+		if err := actor.Watch(port, m.monPort); err != nil {
+			m.watched.Done()
+			m.fail(err)
+		}
 		s.refs.Store(1) // the registry's lease
 		fresh = append(fresh, s)
 	}

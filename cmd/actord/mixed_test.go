@@ -18,7 +18,8 @@ import (
 
 // TestMixedStopsCleanly runs the mixed workload with everything sped up
 // (a 1-second wave, sessions living 100ms, frequent bursts and long
-// behaviours, shard queries timing out after 2ms) and checks the
+// behaviours, shard queries timing out after 2ms, frequent shard failures
+// and audit stalls) and checks the
 // termination protocol: Stop reports no undelivered message and no live
 // actor, every request was answered, no request is pending, and sessions
 // and gathers were really spawned and terminated along the way.
@@ -32,6 +33,10 @@ func TestMixedStopsCleanly(t *testing.T) {
 	// Queries queued behind a long behaviour (5-15ms) time out; the
 	// clients' requests never do.
 	p.queryTimeout, p.askTimeout = 2*time.Millisecond, time.Minute
+	// Frequent injected failures, and audit stalls long enough to overflow
+	// the audit actor's small mailbox at this rate.
+	p.crashEvery = 50 * time.Millisecond
+	p.stallEvery, p.stall, p.auditBound = 200*time.Millisecond, 20*time.Millisecond, 16
 
 	sys, err := actor.Start(actor.WithWorkers(2))
 	require.NoError(t, err)
@@ -76,6 +81,29 @@ func TestMixedStopsCleanly(t *testing.T) {
 	require.Zero(t, f["actord_asks_pending"].Metric[0].GetGauge().GetValue())
 	require.Equal(t, float64(st.AsksTimedOut), f["actord_asks_timed_out_total"].Metric[0].GetCounter().GetValue())
 	require.Equal(t, float64(st.LateReplies), f["actord_late_replies_total"].Metric[0].GetCounter().GetValue())
+
+	// Failures and flow control: the shards restarted (none ran out of
+	// budget, none terminated by its failure: Stop reported nothing), the
+	// audit actor's bounded mailbox dropped its oldest records during its
+	// stalls, and every session's termination was watched.
+	require.Positive(t, tot.Restarts, "shards restarted")
+	require.Equal(t, tot.Restarts, tot.Panics, "every panic was an injected failure, followed by a restart")
+	require.Zero(t, tot.BudgetExhausted)
+	require.Positive(t, st.MailboxDroppedOldest, "audit records dropped")
+	require.Zero(t, st.MailboxRejected+st.MailboxDroppedNewest)
+	sessions := st.ExternalActorsCreated - uint64(p.shards) - 2 // minus the audit and monitor actors
+	require.Equal(t, sessions, st.WatchNotices, "one notice per session")
+	require.EqualValues(t, sessions, rec["sessions_watched_to_the_end"])
+	sum := func(name string) float64 {
+		v := 0.0
+		for _, m := range f[name].Metric {
+			v += m.GetCounter().GetValue()
+		}
+		return v
+	}
+	require.Equal(t, float64(tot.Restarts), sum("actord_restarts_total"))
+	require.Equal(t, float64(st.WatchNotices), sum("actord_watch_notifications_total"))
+	require.Equal(t, float64(st.MailboxDroppedOldest), sum("actord_mailbox_overflows_total"))
 }
 
 func histogramCount(t *testing.T, wm *metrics.Workload) uint64 {

@@ -29,10 +29,16 @@ type workload struct {
 	log  *slog.Logger
 }
 
-// start starts a system with the configured options, logs its panics and
+// start starts a system with the configured options, logs its panics
+// (the mixed workload's injected failures at debug level only) and
 // attaches it to the collector (retiring the previous one).
 func (w *workload) start() (*actor.System, error) {
 	opts := append(w.cfg.options(), actor.WithErrorHandler(func(err error) {
+		if errors.Is(err, errInjectedCrash) {
+			// The mixed workload's own failures: its shards restart.
+			w.log.Debug("injected failure", "err", err)
+			return
+		}
 		w.log.Error("behaviour panicked", "err", err)
 	}))
 	sys, err := actor.Start(opts...)

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/actord/actord/actor"
+)
+
+// Within its budget the worker restarts after each poisoned task, loses
+// none of the others, and ends normally (its pill); the watcher hears why.
+// The sink receives every item through its small bounded mailbox.
+func TestWithinBudget(t *testing.T) {
+	r, err := run(20, 2, 3, 500, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Completed != 18 || r.Restarts != 2 || r.Starts != 3 || r.BudgetExhausted != 0 {
+		t.Fatalf("completed %d, restarts %d, starts %d, budget exhausted %d; want 18, 2, 3, 0",
+			r.Completed, r.Restarts, r.Starts, r.BudgetExhausted)
+	}
+	if r.Reason != actor.ReasonNormal || r.WatchNotices != 1 {
+		t.Fatalf("reason %v, %d notices; want normal, 1", r.Reason, r.WatchNotices)
+	}
+	if r.Received != r.Items {
+		t.Fatalf("sink received %d of %d items", r.Received, r.Items)
+	}
+}
+
+// Past its budget the worker terminates (ReasonBudget), and the watcher
+// is told so.
+func TestPastBudget(t *testing.T) {
+	r, err := run(20, 4, 3, 200, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Completed != 16 || r.Restarts != 3 || r.Starts != 4 || r.BudgetExhausted != 1 {
+		t.Fatalf("completed %d, restarts %d, starts %d, budget exhausted %d; want 16, 3, 4, 1",
+			r.Completed, r.Restarts, r.Starts, r.BudgetExhausted)
+	}
+	if r.Reason != actor.ReasonBudget || r.WatchNotices != 1 {
+		t.Fatalf("reason %v, %d notices; want budget, 1", r.Reason, r.WatchNotices)
+	}
+	if r.Received != r.Items {
+		t.Fatalf("sink received %d of %d items", r.Received, r.Items)
+	}
+}

@@ -9,6 +9,8 @@
 //     outside the system with SendContext, which waits for room instead of
 //     failing or growing the queue.
 //
+// Run it with:
+//
 //	go run ./examples/supervision -tasks 20 -poison 4 -budget 3
 package main
 

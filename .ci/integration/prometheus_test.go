@@ -279,6 +279,12 @@ func TestDashboardAgainstPrometheus(t *testing.T) {
 	for _, expr := range []string{
 		fmt.Sprintf(`sum(rate(actord_messages_sent_total{instance=%q}[%s])) > 1000`, addr, rateInterval),
 		fmt.Sprintf(`actord_live_actors{instance=%q} > 0`, addr),
+		// Failures and flow control move: the mixed workload's shards
+		// restart, its audit actor's bounded mailbox drops, its monitor
+		// is notified as sessions end.
+		fmt.Sprintf(`sum(actord_restarts_total{instance=%q}) > 0`, addr),
+		fmt.Sprintf(`actord_mailbox_overflows_total{instance=%q,reason="drop_oldest"} > 0`, addr),
+		fmt.Sprintf(`actord_watch_notifications_total{instance=%q} > 0`, addr),
 	} {
 		res, _, err := query(base, expr)
 		require.NoError(t, err, expr)
@@ -304,6 +310,8 @@ func TestDashboardAgainstPrometheus(t *testing.T) {
 	require.Equal(t, "actord stopped cleanly", final["msg"], "log:\n%s", readFile(t, actordLog))
 	require.EqualValues(t, 0, final["dead_letters"])
 	require.EqualValues(t, final["actors_created"], final["actors_terminated"])
+	require.Positive(t, final["restarts"], "shards restarted")
+	require.EqualValues(t, 0, final["restart_budget_exhausted"])
 	t.Logf("integration test took %v", time.Since(start).Round(time.Millisecond))
 }
 

@@ -52,7 +52,10 @@ Workloads (-workload), with what -size and -rate mean for each:
                  sessions come and go, clients send requests at a rate that
                  follows a 2-minute sine wave with bursts, some requests fan out
                  to shard actors, and now and then a shard runs a long
-                 behaviour so that other workers steal its queues.
+                 behaviour so that other workers steal its queues; a shard
+                 fails every 2s and restarts (WithRestart), an audit actor
+                 with a bounded mailbox (DropOldest) stalls every 3s and
+                 drops its oldest records, a monitor watches the sessions.
                  -size: sessions at the peak (default 1000);
                  -rate: mean requests per second (default 5000).
   executor       the executor benchmark: -size actors in groups of 100, 10 rounds

@@ -94,7 +94,8 @@ func TestServe(t *testing.T) {
 	code, body = get(t, base+"/metrics")
 	require.Equal(t, http.StatusOK, code)
 	for _, name := range []string{"actord_messages_sent_total ", `actord_gulp_size_bucket{worker="0",le="1"}`,
-		`actord_workload_info{workload="mixed"} 1`, "go_goroutines ", "process_resident_memory_bytes "} {
+		`actord_workload_info{workload="mixed"} 1`, "go_goroutines ", "process_resident_memory_bytes ",
+		`actord_restarts_total{worker="0"}`, `actord_mailbox_overflows_total{reason="drop_oldest"}`, "actord_watch_notifications_total "} {
 		require.Contains(t, body, name)
 	}
 	code, body = get(t, base+"/debug/pprof/")

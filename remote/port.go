@@ -36,8 +36,8 @@ type Port[M any] struct {
 	codec Codec[M]
 }
 
-// RequestPort is a Port for a request type whose reply type is R, obtained
-// with ImportRequest: it sends and asks.
+// RequestPort is a Port for a request type Req whose reply type is R,
+// obtained with ImportRequest: it sends and asks.
 type RequestPort[Req, R any] struct {
 	Port[Req]
 	reply Codec[R]
@@ -199,8 +199,7 @@ func ImportRequest[TR, R any, Req executor.RequestPtr[TR, R]](n *Node, node, nam
 	return &RequestPort[Req, R]{Port: *p, reply: reply}, nil
 }
 
-// Node returns the name of the node the port sends to; Name the name it
-// was exported under.
+// Node returns the name of the node the port sends to.
 func (p *Port[M]) Node() string { return p.p.name }
 
 // Name returns the name the port was exported under.
@@ -246,8 +245,9 @@ func (p *Port[M]) encodeErr(err error) error {
 // remote actor receives the request as by actor.AskAsync with the time left
 // to ctx as its timeout. No goroutine is created per ask.
 //
-// Errors: those of Send; ErrNoResponders (the remote node has no
-// subscription: the request was not delivered); ErrUnknownName,
+// Errors: those of Send; ErrNoResponders (the remote node had no
+// subscription when this node sent to it: the request was most likely not
+// delivered, and an answer that still comes is dropped as late); ErrUnknownName,
 // ErrWrongType, ErrDecode (the remote node refused the request);
 // actor.ErrTerminated, actor.ErrStopped (the remote actor ended before
 // replying); ErrEncode, ErrDecode for the reply; ErrClosed; ctx.Err() when

@@ -31,9 +31,9 @@ type Stats struct {
 	AskLatency Histogram
 }
 
-// Histogram is a cumulative-free histogram: Counts[i] counts observations
-// at most Bounds[i] (and above Bounds[i-1]); the last count is above every
-// bound.
+// Histogram is a non-cumulative histogram: Counts[i] counts the
+// observations at most Bounds[i] and above Bounds[i-1]; the last count, those
+// above every bound.
 type Histogram struct {
 	Bounds []float64 // seconds, increasing
 	Counts []uint64  // len(Bounds)+1

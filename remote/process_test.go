@@ -2,6 +2,8 @@ package remote_test
 
 import (
 	"bufio"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,8 +59,12 @@ func TestTwoProcesses(t *testing.T) {
 	})
 	lines := bufio.NewScanner(out)
 	ready := make(chan bool, 1)
+	metricsURL := make(chan string, 1)
 	go func() {
 		for lines.Scan() {
+			if u, ok := strings.CutPrefix(lines.Text(), "metrics "); ok {
+				metricsURL <- u
+			}
 			if strings.HasPrefix(lines.Text(), "ready") {
 				ready <- true
 			}
@@ -93,6 +99,19 @@ func TestTwoProcesses(t *testing.T) {
 		t.Fatalf("get: %q", v)
 	}
 	n.Close()
+
+	// The server process serves the node's metrics.
+	resp, err := http.Get(<-metricsURL)
+	must(t, err)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	http.DefaultClient.CloseIdleConnections() // no connection goroutine left for goleak
+	must(t, err)
+	for _, m := range []string{`actord_remote_messages_received_total{node="server"}`, "actord_remote_ask_duration_seconds_bucket", "actord_messages_sent_total"} {
+		if !strings.Contains(string(body), m) {
+			t.Errorf("/metrics lacks %s", m)
+		}
+	}
 
 	client := exec.Command(bin, "-role", "client", "-nats-url", url, "-duration", "1s", "-rate", "5000", "-metrics-addr", "127.0.0.1:0")
 	cout, err := client.CombinedOutput()

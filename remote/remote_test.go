@@ -62,6 +62,10 @@ func TestJSONDoesNotEncodeMessageHeader(t *testing.T) {
 	if string(b) != `{"Delay":3}` {
 		t.Errorf("Get: %s", b)
 	}
+	plain := must2(remote.CBOR[struct{ N int }]().Append(nil, struct{ N int }{9}))
+	if b := must2(remote.CBOR[*Add]().Append(nil, &Add{N: 9})); string(b) != string(plain) {
+		t.Errorf("CBOR of Add %x, of the plain struct %x", b, plain)
+	}
 	m, err := remote.CBOR[*Add]().Decode(must2(remote.CBOR[*Add]().Append(nil, &Add{N: 9})))
 	if err != nil || m.N != 9 {
 		t.Errorf("cbor round trip: %v %v", m, err)

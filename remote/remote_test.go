@@ -11,6 +11,8 @@ import (
 
 	"github.com/actord/actord/actor"
 	"github.com/actord/actord/remote"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
@@ -238,16 +240,16 @@ func TestSlowConsumer(t *testing.T) {
 	store := serveStore(t, sysB, b)
 	c := importStore(t, a, "b")
 
-	// The store is busy for 300ms: sends do not wait for it, asks with a
+	// The store is busy for 600ms: sends do not wait for it, asks with a
 	// shorter deadline end with it, and nothing is lost or reordered.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	must(t, c.get.Send(&Get{Delay: 300 * time.Millisecond}))
+	must(t, c.get.Send(&Get{Delay: 600 * time.Millisecond}))
 	start := time.Now()
 	for i := range 2000 {
 		must(t, c.add.Send(&Add{N: i}))
 	}
-	if d := time.Since(start); d > 250*time.Millisecond {
+	if d := time.Since(start); d > 500*time.Millisecond {
 		t.Errorf("sends waited for the slow actor: %v", d)
 	}
 	short, cancelShort := context.WithTimeout(ctx, 50*time.Millisecond)
@@ -570,4 +572,26 @@ func TestSlowConsumerNode(t *testing.T) {
 	b.Close()
 	stopSystem(t, sysA)
 	stopSystem(t, sysB)
+}
+
+// TestNATSOptionsPassThrough: credentials are NATS's, passed with WithNATS.
+func TestNATSOptionsPassThrough(t *testing.T) {
+	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true, Authorization: "s3cret"})
+	must(t, err)
+	s.Start()
+	defer func() { s.Shutdown(); s.WaitForShutdown() }()
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("not ready")
+	}
+	sys := startSystem(t)
+	if _, err := remote.Connect(sys, s.ClientURL(), "a", remote.WithLogger(quiet)); err == nil {
+		t.Fatal("connected without the token")
+	}
+	n, err := remote.Connect(sys, s.ClientURL(), "a", remote.WithLogger(quiet), remote.WithNATS(nats.Token("s3cret"), nats.Name("token test")))
+	must(t, err)
+	if n.Conn().Opts.Name != "token test" {
+		t.Errorf("options not applied")
+	}
+	n.Close()
+	stopSystem(t, sys)
 }

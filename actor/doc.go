@@ -148,8 +148,9 @@
 // messages queued for one actor to n; a send past the bound is refused
 // (Reject: ErrMailboxFull) or succeeds by dropping the newest or the oldest
 // message (DropNewest, DropOldest: counted in Stats, never silent; a
-// dropped request's requester gets ErrMailboxFull). Pills count as
-// messages. Sends never block, and must not from a behaviour: a blocked
+// dropped request's requester gets ErrMailboxFull). Poison pills are
+// queued past the bound and never dropped, so a termination is never lost.
+// Sends never block, and must not from a behaviour: a blocked
 // worker holds up every actor on its queues and can deadlock with the
 // actor it waits for. Goroutines outside the system that can wait use
 // SendContext (or Port.SendContext), which waits for room until its

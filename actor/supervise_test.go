@@ -138,7 +138,6 @@ func TestRestartKeepsQueuedMessages(t *testing.T) {
 
 func TestRestartBudgetExhaustedTerminates(t *testing.T) {
 	sys := start(t, actor.WithWorkers(2))
-	defer stopAfterPanics(t, sys)
 	f := newFlaky(1, 10)
 	_, err := actor.Spawn(sys, f, actor.WithRestart(nil, actor.Budget{MaxRestarts: 2, Within: time.Hour}))
 	require.NoError(t, err)
@@ -157,6 +156,32 @@ func TestRestartBudgetExhaustedTerminates(t *testing.T) {
 	st, _ := sys.Stats()
 	assert.EqualValues(t, 2, st.Total().Restarts)
 	assert.EqualValues(t, 1, st.Total().BudgetExhausted)
+	// A panic that terminated the actor is an error of Stop; the two
+	// restarted ones are not.
+	err = sys.Stop(context.Background())
+	require.ErrorIs(t, err, actor.ErrPanic)
+	assert.Len(t, unwrapJoin(err), 1, "%v", err)
+}
+
+func TestPillPassesAFullBound(t *testing.T) {
+	for _, ov := range []actor.Overflow{actor.Reject, actor.DropNewest, actor.DropOldest} {
+		t.Run(ov.String(), func(t *testing.T) {
+			sys := start(t, actor.WithWorkers(1))
+			defer stopAfterPanics(t, sys) // the job sent after the pill is a dead letter
+			s := &bsink{gate: make(chan struct{}), entered: make(chan struct{}, 10)}
+			_, err := actor.Spawn(sys, s, actor.WithMailbox(2, ov))
+			require.NoError(t, err)
+			p := mustBind(t, s, (*bsink).onJob)
+			require.NoError(t, p.Send(&job{}))
+			<-s.entered
+			require.NoError(t, actor.SendPill(s, actor.FinishedMsg))
+			require.NoError(t, p.Send(&job{})) // the mailbox is full: [pill, job]
+			p.Send(&job{})                     // refused or dropped: never the pill (the job after it is dropped)
+			close(s.gate)
+			gone, _ := actor.WatchChan(p)
+			assert.Equal(t, actor.ReasonNormal, (<-gone).Reason)
+		})
+	}
 }
 
 func TestRestartBackoff(t *testing.T) {
@@ -555,6 +580,5 @@ func TestSendContextWaitsForRoom(t *testing.T) {
 	s.gate <- struct{}{} // the first delivery ends, the next begins: room for one
 	assert.NoError(t, <-res)
 	close(s.gate)
-	// A pill is a message like any other: it waits for room too.
-	require.Eventually(t, func() bool { return actor.SendPill(s, actor.FinishedMsg) == nil }, 5*time.Second, time.Millisecond)
+	require.NoError(t, actor.SendPill(s, actor.FinishedMsg)) // pills pass the bound
 }

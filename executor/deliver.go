@@ -193,8 +193,10 @@ func (w *worker) recovered(r any, goexit bool) {
 		dropped(env.msg, fmt.Errorf("%w: %w", ErrTerminated, pe)) // a request its receiver panicked on
 		if s&cellPlain == 0 {
 			x := c.ext.Load()
-			if w.supervise(c, x, env.want, pe) {
-				if w.e.cfg.OnError != nil { // handled: reported, but not an error of Stop
+			if handled, ended := w.supervise(c, x, env.want, pe); handled {
+				if ended { // it terminated the actor: an error of Stop
+					w.e.recordPanic(pe)
+				} else if w.e.cfg.OnError != nil { // handled: reported, but not an error of Stop
 					w.e.callOnError(pe)
 				}
 				return

@@ -181,7 +181,7 @@ type Stats struct {
 	TimersDead    uint64
 	// Bounded mailboxes (see SpawnOptions.MailboxBound): sends refused with
 	// ErrMailboxFull (Reject), messages dropped by DropNewest and by
-	// DropOldest. WatchNotices counts the Terminated notices sent to
+	// DropOldest. WatchNotices counts the Terminated notices delivered to
 	// watchers (see Watch).
 	MailboxRejected      uint64
 	MailboxDroppedNewest uint64

@@ -235,7 +235,8 @@ type SpawnOptions struct {
 	// If it cannot be sent to, the actor terminates (ReasonPanic).
 	Supervisor Port[*Failure]
 	// MailboxBound, if positive, bounds the messages queued for the actor
-	// (not counting the one being delivered); Overflow says what a send
+	// (not counting the one being delivered, nor poison pills, which are
+	// queued past the bound and never dropped); Overflow says what a send
 	// past it does. A send never blocks, except SendContext from a
 	// goroutine that is not running a behaviour.
 	MailboxBound int
@@ -463,7 +464,7 @@ func (q *privQueue) put(c *Cell, x *cellExt, coff, want uint32, fn unsafe.Pointe
 			q.mu.Unlock()
 			return ErrTerminated
 		}
-		if x.bound > 0 && q.ring.n >= x.bound {
+		if x.bound > 0 && q.ring.n >= x.bound && fn != pillFn {
 			if ctx != nil && runningWorker() == nil {
 				ch := q.room
 				if ch == nil {
@@ -478,7 +479,13 @@ func (q *privQueue) put(c *Cell, x *cellExt, coff, want uint32, fn unsafe.Pointe
 					return fmt.Errorf("%w: %w", ErrMailboxFull, context.Cause(ctx))
 				}
 			}
-			switch x.overflow {
+			ov := x.overflow
+			if ov == DropOldest && q.ring.buf[q.ring.head].fn == pillFn {
+				// Never drop a pill: what is sent after it is a dead
+				// letter anyway, so drop that.
+				ov = DropNewest
+			}
+			switch ov {
 			case DropNewest:
 				q.mu.Unlock()
 				e.sup.droppedNewest.Add(1)
@@ -758,8 +765,9 @@ func (w *worker) restart(c *Cell, x *cellExt, want uint32) bool {
 
 // supervise applies the directive of an extended actor whose behaviour
 // panicked (pe); it reports false if the directive is Terminate (the
-// caller terminates the actor).
-func (w *worker) supervise(c *Cell, x *cellExt, want uint32, pe *PanicError) bool {
+// caller terminates the actor), and ended if it terminated the actor
+// itself (the budget exhausted, no supervisor to escalate to).
+func (w *worker) supervise(c *Cell, x *cellExt, want uint32, pe *PanicError) (handled, ended bool) {
 	x.lastPanic = pe
 	switch x.dir {
 	case Resume:
@@ -767,7 +775,7 @@ func (w *worker) supervise(c *Cell, x *cellExt, want uint32, pe *PanicError) boo
 		if x.pq != nil {
 			w.reschedule(c, x, want)
 		}
-		return true
+		return true, false
 	case Restart:
 		now := time.Now()
 		if x.restarts == 0 || now.Sub(x.windowStart) > x.within {
@@ -777,28 +785,29 @@ func (w *worker) supervise(c *Cell, x *cellExt, want uint32, pe *PanicError) boo
 		if x.maxRestarts >= 0 && x.restarts > x.maxRestarts {
 			w.st.BudgetExhausted++
 			w.terminateExt(c, x, want, Finished, reasonBudget)
-			return true
+			return true, true
 		}
 		w.st.Restarts++
 		if !w.restart(c, x, want) {
-			return true
+			return true, true
 		}
 		if d := backoff(x.minBackoff, x.maxBackoff, x.restarts); d > 0 {
 			w.suspend(c, x, want, d)
 		} else {
 			w.reschedule(c, x, want)
 		}
-		return true
+		return true, false
 	case Escalate:
 		w.st.Escalations++
 		seq := w.suspend(c, x, want, 0)
 		f := &Failure{Err: pe, cell: c, want: want, seq: seq}
 		if x.supervisor.Send(f) != nil {
 			w.terminateExt(c, x, want, Finished, reasonPanic) // nobody to decide
+			return true, true
 		}
-		return true
+		return true, false
 	}
-	return false
+	return false, false
 }
 
 // backoff returns the pause before restart n (1-based) of a window.
@@ -901,18 +910,20 @@ func (e *Executor) watchedLate(c *Cell, inc uint32, r Reason, err error) {
 }
 
 // watcher receives one Terminated.
-type watcher interface{ notify(*Terminated) }
+// notify reports whether the notice was delivered (a watching actor that
+// has terminated gets none).
+type watcher interface{ notify(*Terminated) bool }
 
 type portWatcher struct{ p Port[*Terminated] }
 
-func (p portWatcher) notify(t *Terminated) { p.p.Send(t) }
+func (p portWatcher) notify(t *Terminated) bool { return p.p.Send(t) == nil }
 
 type chanWatcher chan *Terminated
 
-func (ch chanWatcher) notify(t *Terminated) { ch <- t } // buffered (1), one notice per watch: never blocks
+func (ch chanWatcher) notify(t *Terminated) bool { ch <- t; return true } // buffered (1), one notice per watch: never blocks
 
 // finish records the termination and notifies every watcher, once; it
-// returns the number notified.
+// returns the number of notices delivered.
 func (x *cellExt) finish(r Reason, err error) int {
 	x.mu.Lock()
 	if x.done {
@@ -923,10 +934,13 @@ func (x *cellExt) finish(r Reason, err error) int {
 	ws := x.watchers
 	x.watchers = nil
 	x.mu.Unlock()
+	n := 0
 	for _, wt := range ws {
-		wt.notify(&Terminated{Actor: x.obj, Reason: r, Err: err})
+		if wt.notify(&Terminated{Actor: x.obj, Reason: r, Err: err}) {
+			n++
+		}
 	}
-	return len(ws)
+	return n
 }
 
 // Watch arranges for notify to receive one *Terminated when the
@@ -967,8 +981,9 @@ func watch(c *Cell, want uint32, wt watcher) {
 		}
 		e := c.executor()
 		if e.closed.Load() {
-			e.sup.notices.Add(1)
-			wt.notify(&Terminated{Reason: ReasonStopped, Err: ErrStopped})
+			if wt.notify(&Terminated{Reason: ReasonStopped, Err: ErrStopped}) {
+				e.sup.notices.Add(1)
+			}
 			return
 		}
 		x := c.ext.Load()
@@ -983,8 +998,9 @@ func watch(c *Cell, want uint32, wt watcher) {
 		if x.done {
 			r, err := x.reason, x.err
 			x.mu.Unlock()
-			e.sup.notices.Add(1)
-			wt.notify(&Terminated{Actor: x.obj, Reason: r, Err: err})
+			if wt.notify(&Terminated{Actor: x.obj, Reason: r, Err: err}) {
+				e.sup.notices.Add(1)
+			}
 			return
 		}
 		x.watchers = append(x.watchers, wt)
@@ -1031,10 +1047,9 @@ func watchGone(c *Cell, want, s uint32, wt watcher) {
 			x.mu.Unlock()
 		}
 	}
-	if e := c.executor(); e != nil {
+	if e := c.executor(); wt.notify(t) && e != nil {
 		e.sup.notices.Add(1)
 	}
-	wt.notify(t)
 }
 
 // stopExts finishes, at a forced Stop, the extended actors still alive:

@@ -466,3 +466,20 @@ func ExampleStarter() {
 	// job
 	// stopped: normal
 }
+
+// AskFunc bridges to code outside the actors: the function receives the
+// typed reply on the goroutine that completes the request.
+func ExampleAskFunc() {
+	sys, _ := actor.Start()
+	acct, _ := actor.Spawn(sys, &Account{balance: 42})
+	p, _ := actor.Bind(acct, (*Account).OnBalance)
+	answers := make(chan string, 1) // room for the one answer: f never blocks
+	actor.AskFunc(p, &Balance{}, time.Second, func(v int, err error) {
+		answers <- fmt.Sprint("balance ", v, ", error ", err)
+	})
+	fmt.Println(<-answers)
+	actor.SendPill(acct, actor.FinishedMsg)
+	sys.Stop(context.Background())
+	// Output:
+	// balance 42, error <nil>
+}

@@ -103,3 +103,17 @@ func AskAsync[TR, R any, Req executor.RequestPtr[TR, R]](to Port[Req], req Req, 
 func Go[R any](replyTo Port[*Reply[R]], f func() (R, error)) error {
 	return executor.Go(replyTo, f)
 }
+
+// AskFunc sends the request req through to without waiting; f is called
+// exactly once with the typed reply, or with the error that ended the
+// request (ErrTerminated, ErrStopped, or context.DeadlineExceeded after
+// timeout > 0). f runs on the goroutine that completes the request, often
+// a worker inside the replying behaviour's Reply call, so it must be quick
+// and never block (write to a buffered channel, a port or a network
+// connection). It serves bridges between actors and the outside world,
+// such as a server answering requests from the network; behaviours use
+// AskAsync, goroutines that can wait use Ask. Errors: the send's; then f
+// is not called.
+func AskFunc[TR, R any, Req executor.RequestPtr[TR, R]](to Port[Req], req Req, timeout time.Duration, f func(R, error)) error {
+	return executor.AskFunc(to, req, timeout, f)
+}

@@ -328,3 +328,35 @@ func TestGoDeliversBlockingResults(t *testing.T) {
 	var zero actor.Port[*actor.Reply[int]]
 	assert.ErrorIs(t, actor.Go(zero, func() (int, error) { return 0, nil }), actor.ErrNotSpawned)
 }
+
+func TestAskFuncCompletesOnce(t *testing.T) {
+	sys := start(t, actor.WithWorkers(2))
+	a, _ := actor.Spawn(sys, &account{balance: 7})
+	get, _ := actor.Bind(a, (*account).onGet)
+	cls, _ := actor.Bind(a, (*account).onClose)
+	var calls atomic.Int32
+	res := make(chan error, 3)
+	require.NoError(t, actor.AskFunc(get, &getBalance{}, time.Second, func(v int, err error) {
+		calls.Add(1)
+		assert.Equal(t, 7, v)
+		res <- err
+	}))
+	assert.NoError(t, <-res)
+	// Terminated without replying: the function gets ErrTerminated.
+	require.NoError(t, actor.AskFunc(cls, &closeAccount{}, time.Second, func(_ int, err error) { calls.Add(1); res <- err }))
+	assert.ErrorIs(t, <-res, actor.ErrTerminated)
+	// The actor is gone: the send fails and the function is not called.
+	assert.ErrorIs(t, actor.AskFunc(get, &getBalance{}, 0, func(int, error) { calls.Add(1) }), actor.ErrTerminated)
+	// A timeout.
+	h := &account{hold: make(chan struct{})}
+	actor.Spawn(sys, h)
+	hget, _ := actor.Bind(h, (*account).onGet)
+	require.NoError(t, actor.AskFunc(hget, &getBalance{}, 10*time.Millisecond, func(_ int, err error) { calls.Add(1); res <- err }))
+	assert.ErrorIs(t, <-res, context.DeadlineExceeded)
+	close(h.hold) // the late reply is dropped, counted
+	require.NoError(t, actor.SendPill(h, actor.FinishedMsg))
+	stop(t, sys)
+	assert.EqualValues(t, 3, calls.Load())
+	st := actortest.MustStats(sys)
+	assert.EqualValues(t, 1, st.LateReplies)
+}

@@ -107,6 +107,7 @@ type askTarget[R any] struct {
 	e    *Executor
 	ch   chan askResult[R] // Ask: the asker waits here (capacity 1: never blocks)
 	port Port[*Reply[R]]   // AskAsync: the requesting actor's reply behaviour
+	fn   func(R, error)    // AskFunc: the completion function
 	tm   Timer             // AskAsync: its timeout, if any
 	rep  Reply[R]          // AskAsync: the reply message (one allocation with the target)
 }
@@ -132,6 +133,10 @@ func (t *askTarget[R]) complete(v R, err error, fired bool) bool {
 	}
 	if !fired {
 		t.tm.Stop()
+	}
+	if t.fn != nil {
+		t.fn(v, err)
+		return true
 	}
 	t.rep.Value, t.rep.Err = v, err
 	if t.port.Send(&t.rep) != nil {
@@ -221,6 +226,41 @@ func AskAsync[TR, R any, Req RequestPtr[TR, R]](to Port[Req], req Req, replyTo P
 	}
 	e := to.cell.executor()
 	t := &askTarget[R]{e: e, port: replyTo}
+	req.asked().t = t
+	e.askStarted()
+	if timeout > 0 {
+		t.tm = e.afterTimeout(timeout, t)
+	}
+	if err := to.Send(req); err != nil {
+		if t.done.CompareAndSwap(false, true) {
+			e.askDone()
+			t.tm.Stop()
+		}
+		return err
+	}
+	return nil
+}
+
+// AskFunc sends req through to without waiting; f is called exactly once
+// with the reply, or with the error that ends the request (as for
+// AskAsync, including context.DeadlineExceeded after timeout > 0). f runs
+// on whichever goroutine completes the request: the worker of the
+// replying behaviour (inside its Reply call), the timer goroutine, or the
+// worker that drops the request. It must therefore be quick and must not
+// block: hand the result to a channel with room, a port, or a network
+// write. It is for bridges to the world outside the actors (a network
+// server answering remote requests, for one); actors use AskAsync.
+//
+// Errors: the send's errors; then f is not called.
+func AskFunc[TR, R any, Req RequestPtr[TR, R]](to Port[Req], req Req, timeout time.Duration, f func(R, error)) error {
+	if to.cell == nil {
+		return ErrNotSpawned
+	}
+	if f == nil {
+		panic("executor: AskFunc with a nil function")
+	}
+	e := to.cell.executor()
+	t := &askTarget[R]{e: e, fn: f}
 	req.asked().t = t
 	e.askStarted()
 	if timeout > 0 {

@@ -117,3 +117,8 @@ func Go[R any](replyTo Port[*Reply[R]], f func() (R, error)) error {
 func AskFunc[TR, R any, Req executor.RequestPtr[TR, R]](to Port[Req], req Req, timeout time.Duration, f func(R, error)) error {
 	return executor.AskFunc(to, req, timeout, f)
 }
+
+// InBehaviour reports whether the calling goroutine is running a
+// behaviour (of any system). Libraries with blocking calls use it to refuse
+// them inside behaviours, as Ask does with ErrAskInBehaviour.
+func InBehaviour() bool { return executor.InBehaviour() }

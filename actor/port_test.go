@@ -360,3 +360,17 @@ func TestAskFuncCompletesOnce(t *testing.T) {
 	st := actortest.MustStats(sys)
 	assert.EqualValues(t, 1, st.LateReplies)
 }
+
+func TestInBehaviour(t *testing.T) {
+	assert.False(t, actor.InBehaviour())
+	sys := start(t, actor.WithWorkers(1))
+	r := &recorder{}
+	actor.Spawn(sys, r)
+	got := make(chan bool, 1)
+	p, _ := actor.Bind(r, func(_ *recorder, m *probeIn) actor.Allocation { got <- actor.InBehaviour(); return actor.Finished })
+	require.NoError(t, p.Send(&probeIn{}))
+	assert.True(t, <-got)
+	stop(t, sys)
+}
+
+type probeIn struct{ actor.Message }

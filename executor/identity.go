@@ -202,3 +202,9 @@ func runningWorker() *worker {
 // before its goroutine exits), so a stale entry never answers for a
 // goroutine that reused the identity.
 var lastRunning [256]atomic.Pointer[gentry]
+
+// InBehaviour reports whether the calling goroutine is a worker running a
+// behaviour or hook (of any executor). Code that may block (a call over
+// the network, a wait for another actor) can use it to refuse, as Ask does,
+// rather than hold up a worker.
+func InBehaviour() bool { return runningWorker() != nil }

@@ -221,11 +221,17 @@ func Ask[TR, R any, Req RequestPtr[TR, R]](ctx context.Context, to Port[Req], re
 //
 // Errors: the send's errors; then nothing is delivered to replyTo.
 func AskAsync[TR, R any, Req RequestPtr[TR, R]](to Port[Req], req Req, replyTo Port[*Reply[R]], timeout time.Duration) error {
+	return askLater(to, req, &askTarget[R]{port: replyTo}, timeout)
+}
+
+// askLater sends a request whose target t completes it later (AskAsync,
+// AskFunc), with an optional timeout.
+func askLater[TR, R any, Req RequestPtr[TR, R]](to Port[Req], req Req, t *askTarget[R], timeout time.Duration) error {
 	if to.cell == nil {
 		return ErrNotSpawned
 	}
 	e := to.cell.executor()
-	t := &askTarget[R]{e: e, port: replyTo}
+	t.e = e
 	req.asked().t = t
 	e.askStarted()
 	if timeout > 0 {
@@ -253,27 +259,10 @@ func AskAsync[TR, R any, Req RequestPtr[TR, R]](to Port[Req], req Req, replyTo P
 //
 // Errors: the send's errors; then f is not called.
 func AskFunc[TR, R any, Req RequestPtr[TR, R]](to Port[Req], req Req, timeout time.Duration, f func(R, error)) error {
-	if to.cell == nil {
-		return ErrNotSpawned
-	}
 	if f == nil {
 		panic("executor: AskFunc with a nil function")
 	}
-	e := to.cell.executor()
-	t := &askTarget[R]{e: e, fn: f}
-	req.asked().t = t
-	e.askStarted()
-	if timeout > 0 {
-		t.tm = e.afterTimeout(timeout, t)
-	}
-	if err := to.Send(req); err != nil {
-		if t.done.CompareAndSwap(false, true) {
-			e.askDone()
-			t.tm.Stop()
-		}
-		return err
-	}
-	return nil
+	return askLater(to, req, &askTarget[R]{fn: f}, timeout)
 }
 
 // askStarted and askDone count a request begun and ended. On a worker they

@@ -27,10 +27,11 @@
 //
 //	price, err := prices.Ask(ctx, &Quote{Item: "tea"}) // price is an R
 //
-// On the exporting node the request reaches the actor as by actor.AskAsync
+// On the exporting node the request reaches the actor as by actor.AskFunc
 // with the time left to the asker's context as its timeout; the behaviour
-// answers with m.Reply as for a local ask, and the reply goes back to the
-// asking node.
+// answers with m.Reply as for a local ask, and the reply is encoded and
+// published back to the asking node from within that call (no actor or
+// goroutine per request).
 //
 // Code that should not care where an actor lives takes a Sender[M] (both
 // actor.Port[M] and *Port[M] are Senders) or an Asker[Req, R] (*RequestPort
@@ -114,9 +115,17 @@
 // message (up to 64 KiB) and an idle one publishes each message at once.
 // Asks and replies are published by the caller's goroutine when nobody is
 // publishing, so that they wait for no goroutine switch. A reply is
-// published from the worker running the replying behaviour: writing to the
-// connection's buffer is brief, but the worker waits if NATS's buffer is
-// full.
+// published from the worker running the replying behaviour (inside its
+// Reply call), or from the timer goroutine that times the request out:
+// nats.go copies it into the connection's write buffer and wakes its
+// flusher goroutine. That worker waits for the network only when the
+// buffer reaches nats.WriteBufferSize (32 KiB by default): nats.go then
+// writes it to the socket from the publishing goroutine, which waits if
+// the kernel's socket buffer is full (at most nats.FlusherTimeout). While
+// the connection reconnects, frames fill its reconnect buffer
+// (nats.ReconnectBufSize) and past it fail at once, counted in
+// Stats.PublishErrors: such a reply is lost and its ask ends with its
+// context.
 //
 // # Security
 //
@@ -134,7 +143,10 @@
 // # Concurrency
 //
 // A Node and its ports are safe for concurrent use by any goroutines,
-// behaviours included (Ask from a behaviour blocks its worker: use it from
-// goroutines, or through Forward and actor.Go). Incoming messages are
-// delivered by the node's subscription goroutine with ordinary port sends.
+// behaviours included, except RequestPort.Ask: from a behaviour it returns
+// actor.ErrAskInBehaviour at once rather than block the worker for a round
+// trip (ask from goroutines, or from behaviours through actor.Go).
+// Incoming messages are delivered by the node's subscription goroutine with
+// ordinary port sends; requests with actor.AskFunc, whose completion
+// publishes the reply.
 package remote

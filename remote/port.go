@@ -71,11 +71,15 @@ func deliverFunc[M any](n *Node, name string, p actor.Port[M], c Codec[M]) func(
 
 // ExportRequest exports a port whose messages are requests (they embed
 // actor.Request[R]): remote asks through it are delivered as by
-// actor.AskAsync, with the remaining time of the asker's context as
-// timeout, and the actor's Reply is encoded with reply and sent back. A
-// request the port refuses is answered with the error (actor.ErrTerminated,
-// actor.ErrStopped); so is one whose actor terminates before replying.
-// Plain sends through the port work as for Export.
+// actor.AskFunc, with the remaining time of the asker's context as
+// timeout, and the actor's Reply is encoded with reply and published back
+// to the asking node by the goroutine that completes the request (the
+// replying worker, inside its Reply call; the timer's goroutine for a
+// timeout). No actor or goroutine is created per request. A request the
+// port refuses is answered with the error (actor.ErrTerminated,
+// actor.ErrStopped); so is one whose actor terminates before replying, or
+// that times out (context.DeadlineExceeded). Plain sends through the port
+// work as for Export.
 //
 // Errors: ErrNameTaken, ErrClosed.
 func ExportRequest[TR, R any, Req executor.RequestPtr[TR, R]](n *Node, name string, p actor.Port[Req], req Codec[Req], reply Codec[R]) error {
@@ -92,21 +96,12 @@ func ExportRequest[TR, R any, Req executor.RequestPtr[TR, R]](n *Node, name stri
 		}
 		r, _ := pool.Get().(*replier[R])
 		if r == nil {
-			r = &replier[R]{pool: pool}
+			r = &replier[R]{n: n, codec: reply, pool: pool}
+			r.fn = r.done
 		}
-		r.n, r.from, r.id, r.codec = n, from, id, reply
-		if _, err := actor.Spawn(n.sys, r); err != nil {
-			r.Release()
-			n.deadLetter(name, err)
-			from.fail(id, failureCode(err), err.Error())
-			return
-		}
-		rp, err := actor.Bind(r, (*replier[R]).onReply)
-		if err == nil {
-			err = actor.AskAsync(p, m, rp, timeout)
-		}
-		if err != nil {
-			_ = actor.SendPill(r, actor.DeleteMsg) // nothing else will reach it
+		r.from, r.id = from, id
+		if err := actor.AskFunc(p, m, timeout, r.fn); err != nil {
+			r.release() // AskFunc does not call fn after an error
 			n.deadLetter(name, err)
 			from.fail(id, failureCode(err), err.Error())
 		}
@@ -114,42 +109,59 @@ func ExportRequest[TR, R any, Req executor.RequestPtr[TR, R]](n *Node, name stri
 	return n.addExport(name, &export{hash: typeHash(req), send: deliverFunc(n, name, p, req), request: request})
 }
 
-// replier is the actor that receives the reply to one remote request (as
-// actor.AskAsync delivers it) and sends it to the asking node. Repliers are
-// pooled per export: Delete hands them back through Release.
+// replier answers one remote request: its done, the AskFunc completion,
+// encodes the reply (or the error) and publishes it to the asking node.
+// Repliers are pooled per export, with their completion function bound
+// once, so that a request allocates no closure.
 type replier[R any] struct {
-	actor.Actor
 	n     *Node
-	from  *peer
-	id    uint64
 	codec Codec[R]
 	pool  *sync.Pool
+	fn    func(R, error) // r.done, bound once
+	from  *peer
+	id    uint64
 }
 
-func (r *replier[R]) onReply(m *actor.Reply[R]) actor.Allocation {
-	if m.Err != nil {
-		r.from.fail(r.id, failureCode(m.Err), m.Err.Error())
-		return actor.Delete
+// done is called exactly once per request, by the goroutine that completes
+// it; it must not block. peer.put copies the record into the frame and,
+// unless another goroutine is publishing to that peer already (it then
+// takes the record), publishes it with nats.Conn.PublishRequest, which
+// copies the frame into the connection's write buffer and wakes the
+// connection's flusher goroutine. It does not wait for the network, with
+// two exceptions of nats.go: when that buffer reaches its size
+// (nats.WriteBufferSize, 32 KiB by default) the publishing goroutine
+// writes it to the socket itself, which can wait for the kernel's socket
+// buffer (bounded by nats.FlusherTimeout, a minute by default, after which
+// the connection is closed and reconnects); while the connection
+// reconnects, frames go to its reconnect buffer (nats.ReconnectBufSize,
+// 8 MiB), and once that is full publishing fails at once
+// (nats.ErrReconnectBufExceeded, counted in Stats.PublishErrors: the
+// reply is lost and the ask ends with its context).
+func (r *replier[R]) done(v R, err error) {
+	from, id := r.from, r.id
+	r.release()
+	if err != nil {
+		from.fail(id, failureCode(err), err.Error())
+		return
 	}
 	var hb [16]byte
 	head := append(hb[:0], kindReply)
-	head = binary.AppendUvarint(head, r.id)
+	head = binary.AppendUvarint(head, id)
 	buf := getScratch()
-	payload, err := r.codec.Append((*buf)[:0], m.Value)
+	payload, err := r.codec.Append((*buf)[:0], v)
 	if err != nil {
 		r.n.st.encodeErrors.Add(1)
 		r.n.warn("remote: reply not encoded", "err", err)
-		r.from.fail(r.id, codeEncode, err.Error())
-	} else if err := r.from.put(head, payload, true, true); err != nil {
-		r.from.fail(r.id, codeEncode, err.Error()) // too large
+		from.fail(id, codeEncode, err.Error())
+	} else if err := from.put(head, payload, true, true); err != nil {
+		from.fail(id, codeEncode, err.Error()) // too large
 	}
 	putScratch(buf, payload)
-	return actor.Delete
 }
 
-// Release returns the replier to its pool (the Delete status).
-func (r *replier[R]) Release() {
-	r.n, r.from, r.id = nil, nil, 0
+// release returns the replier to its pool.
+func (r *replier[R]) release() {
+	r.from, r.id = nil, 0
 	r.pool.Put(r)
 }
 
@@ -253,9 +265,18 @@ func (p *Port[M]) encodeErr(err error) error {
 // replying); ErrEncode, ErrDecode for the reply; ErrClosed; ctx.Err() when
 // ctx ends first (a later reply is counted as late and dropped). Errors from
 // the remote node wrap ErrRemote too.
+//
+// Ask must not be called from a behaviour, where it would hold up a worker
+// for a network round trip: there it returns actor.ErrAskInBehaviour at
+// once, as actor.Ask does, and sends nothing. Behaviours ask a remote actor
+// through actor.Go (a goroutine that calls Ask and delivers the reply as a
+// message), or send to it and have it answer with a message.
 func (p *RequestPort[Req, R]) Ask(ctx context.Context, req Req) (R, error) {
 	var zero R
 	n := p.n
+	if actor.InBehaviour() {
+		return zero, actor.ErrAskInBehaviour
+	}
 	if err := ctx.Err(); err != nil {
 		return zero, err
 	}

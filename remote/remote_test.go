@@ -268,6 +268,12 @@ func TestSlowConsumer(t *testing.T) {
 	waitFor(t, 5*time.Second, "the late reply to be dropped", func() bool {
 		return a.Stats().LateReplies == 1
 	})
+	// The serving side timed the request out with the asker's deadline, and
+	// dropped the actor's reply that came after it.
+	waitFor(t, 5*time.Second, "the serving system to drop the late reply", func() bool {
+		st, err := sysB.Stats()
+		return err == nil && st.AsksTimedOut == 1 && st.LateReplies == 1
+	})
 	must(t, actor.SendPill(store, actor.FinishedMsg))
 	a.Close()
 	b.Close()
@@ -594,4 +600,110 @@ func TestNATSOptionsPassThrough(t *testing.T) {
 	}
 	n.Close()
 	stopSystem(t, sys)
+}
+
+// An asker actor: its behaviour asks a remote port, which must refuse
+// rather than block the worker; through actor.Go the same ask works.
+type remoteAsker struct {
+	actor.Actor
+	echo  *remote.RequestPort[*Echo, string]
+	errs  chan error
+	reply actor.Port[*actor.Reply[string]]
+	got   chan string
+}
+
+type askNow struct{ actor.Message }
+
+func (a *remoteAsker) onAsk(*askNow) actor.Allocation {
+	_, err := a.echo.Ask(context.Background(), &Echo{S: "inside"})
+	a.errs <- err
+	err = actor.Go(a.reply, func() (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return a.echo.Ask(ctx, &Echo{S: "through Go"})
+	})
+	a.errs <- err
+	return actor.Nodelete
+}
+
+func (a *remoteAsker) onReply(m *actor.Reply[string]) actor.Allocation {
+	if m.Err != nil {
+		a.got <- m.Err.Error()
+	} else {
+		a.got <- m.Value
+	}
+	return actor.Nodelete
+}
+
+func TestAskInBehaviourRefused(t *testing.T) {
+	url := startNATS(t, 0)
+	sysA, sysB := startSystem(t), startSystem(t)
+	a := connect(t, sysA, url, "a")
+	b := connect(t, sysB, url, "b")
+	store := serveStore(t, sysB, b)
+	c := importStore(t, a, "b")
+
+	ra := &remoteAsker{echo: c.echo, errs: make(chan error, 2), got: make(chan string, 1)}
+	_, err := actor.Spawn(sysA, ra)
+	must(t, err)
+	ra.reply, _ = actor.Bind(ra, (*remoteAsker).onReply)
+	p, _ := actor.Bind(ra, (*remoteAsker).onAsk)
+	must(t, p.Send(&askNow{}))
+	if err := <-ra.errs; !errors.Is(err, actor.ErrAskInBehaviour) {
+		t.Fatalf("Ask in a behaviour: %v, want actor.ErrAskInBehaviour", err)
+	}
+	must(t, <-ra.errs)
+	select {
+	case v := <-ra.got:
+		if v != "through Go" {
+			t.Fatalf("reply through actor.Go: %q", v)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no reply through actor.Go")
+	}
+	// Only the ask through actor.Go was sent.
+	if st := a.Stats(); st.Sent != 1 {
+		t.Errorf("sent %d, want 1", st.Sent)
+	}
+	must(t, actor.SendPill(ra, actor.FinishedMsg))
+	must(t, actor.SendPill(store, actor.FinishedMsg))
+	a.Close()
+	b.Close()
+	stopSystem(t, sysA)
+	stopSystem(t, sysB)
+}
+
+// quitter ends without replying to a request.
+type quitter struct{ actor.Actor }
+
+func (*quitter) onEcho(*Echo) actor.Allocation { return actor.Finished }
+
+func TestServedAskErrorsKeepIdentity(t *testing.T) {
+	url := startNATS(t, 0)
+	sysA, sysB := startSystem(t), startSystem(t)
+	a := connect(t, sysA, url, "a")
+	b := connect(t, sysB, url, "b")
+	q, err := actor.Spawn(sysB, &quitter{})
+	must(t, err)
+	echo, _ := actor.Bind(q, (*quitter).onEcho)
+	must(t, remote.ExportRequest(b, "quit", echo, remote.CBOR[*Echo](), remote.CBOR[string]()))
+	p, err := remote.ImportRequest(a, "b", "quit", remote.CBOR[*Echo](), remote.CBOR[string]())
+	must(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	// The actor terminates without replying, then is gone: both asks end
+	// with actor.ErrTerminated from the remote node.
+	for i := range 2 {
+		_, err := p.Ask(ctx, &Echo{S: "x"})
+		if !errors.Is(err, actor.ErrTerminated) || !errors.Is(err, remote.ErrRemote) {
+			t.Fatalf("ask %d: %v, want actor.ErrTerminated and remote.ErrRemote", i, err)
+		}
+	}
+	if st := b.Stats(); st.DeadLetters != 1 {
+		t.Errorf("dead letters %d, want 1 (the ask to the terminated actor)", st.DeadLetters)
+	}
+	a.Close()
+	b.Close()
+	stopSystem(t, sysA)
+	stopSystem(t, sysB)
 }

@@ -165,6 +165,21 @@ func (r *replier[R]) release() {
 	r.pool.Put(r)
 }
 
+// calls pools the asks' calls. A call goes back once its ask owns it
+// alone: unregistered (so no completer will send) and its channel drained.
+var calls = sync.Pool{New: func() any { return &call{ch: make(chan result, 1)} }}
+
+func getCall(p *peer) *call {
+	c := calls.Get().(*call)
+	c.peer = p
+	return c
+}
+
+func putCall(c *call) {
+	c.peer = nil
+	calls.Put(c)
+}
+
 var scratch = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
 
 func getScratch() *[]byte { return scratch.Get().(*[]byte) }
@@ -295,7 +310,7 @@ func (p *RequestPort[Req, R]) Ask(ctx context.Context, req Req) (R, error) {
 		n.st.encodeErrors.Add(1)
 		return zero, p.encodeErr(err)
 	}
-	c := &call{peer: p.p, ch: make(chan result, 1)}
+	c := getCall(p.p)
 	id := n.register(c)
 	var hb [80]byte
 	head := append(hb[:0], kindRequest)
@@ -307,7 +322,12 @@ func (p *RequestPort[Req, R]) Ask(ctx context.Context, req Req) (R, error) {
 	err = p.p.put(head, payload, true, true)
 	putScratch(buf, payload)
 	if err != nil {
-		n.unregister(id)
+		if n.unregister(id) {
+			putCall(c)
+		} else {
+			<-c.ch // failed by Close or no responders meanwhile
+			putCall(c)
+		}
 		return zero, err
 	}
 	n.st.sent.Add(1)
@@ -316,11 +336,13 @@ func (p *RequestPort[Req, R]) Ask(ctx context.Context, req Req) (R, error) {
 	case res = <-c.ch:
 	case <-ctx.Done():
 		if n.unregister(id) {
+			putCall(c)
 			n.st.asksTimedOut.Add(1)
 			return zero, ctx.Err()
 		}
 		res = <-c.ch // answered just as ctx ended
 	}
+	putCall(c) // answered: no longer registered, its channel drained
 	n.st.observe(time.Since(start))
 	if res.code != 0 {
 		return zero, failureErr(res.code, res.text)

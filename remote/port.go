@@ -269,7 +269,7 @@ func (p *Port[M]) encodeErr(err error) error {
 }
 
 // Ask sends the request req and waits for the reply, or for ctx to end. The
-// remote actor receives the request as by actor.AskAsync with the time left
+// remote actor receives the request as by actor.AskFunc with the time left
 // to ctx as its timeout. No goroutine is created per ask.
 //
 // Errors: those of Send; ErrNoResponders (the remote node had no

@@ -275,12 +275,16 @@ func (w *worker) reclaimOwn() {
 
 // notify is the sender's half of the wake-up protocol (P2-P4 above), called
 // after every push into mb (after the unlock that published it). When no
-// worker sleeps it is one atomic load.
+// worker sleeps it is one atomic load. Then, after the wake-up, a sender
+// outside the system that floods mb yields (see flood.go).
 func (e *Executor) notify(mb *mailbox) {
-	if e.sleepers.Load() == 0 { // P2
-		return
+	if e.sleepers.Load() != 0 { // P2
+		e.workers[mb.owner.Load()].wake() // P3, P4
 	}
-	e.workers[mb.owner.Load()].wake() // P3, P4
+	// Flood points (see flood.go): one load of the word just published.
+	if w := mb.word.Load(); wordLen(w) >= floodLimit && wordLen(w)&(floodLimit-1) == 0 {
+		floodYield(mb, w)
+	}
 }
 
 // wake moves w out of the parked state and wakes its goroutine, if it is

@@ -110,7 +110,7 @@ func CountingChan(n int) int {
 // ForkJoinSize is the shape of the fork-join throughput benchmark.
 type ForkJoinSize struct {
 	Actors   int // receivers (Savina's 60)
-	Messages int // messages per receiver (Savina's 50,000 with -full... see ForkJoinDefault)
+	Messages int // messages per receiver
 }
 
 // Total is the number of messages of a run.
@@ -120,10 +120,10 @@ func (s ForkJoinSize) Total() int { return s.Actors * s.Messages }
 // messages; the same with ACTORD_BENCH_FULL=1).
 func ForkJoinDefault() ForkJoinSize { return ForkJoinSize{Actors: 60, Messages: 50_000} }
 
-// forkJoinWork is Savina's per-message computation; the result is checked so
-// that the compiler keeps it.
-func forkJoinWork(theta float64) {
-	s := math.Sin(theta)
+// ForkJoinWork is Savina's per-message computation (exported for the peers
+// in bench/compare); the result is checked so that the compiler keeps it.
+func ForkJoinWork() {
+	s := math.Sin(forkJoinTheta)
 	if s*s > 1 {
 		panic("bench: fork-join: impossible sine")
 	}
@@ -142,7 +142,7 @@ type forkJoinActor struct {
 type forkJoinMsg struct{ actor.Message }
 
 func (a *forkJoinActor) receive(*forkJoinMsg) actor.Allocation {
-	forkJoinWork(forkJoinTheta)
+	ForkJoinWork()
 	a.recs++
 	if a.left--; a.left == 0 {
 		return actor.Finished
@@ -190,7 +190,7 @@ func ForkJoinChan(sz ForkJoinSize) int {
 			defer wg.Done()
 			for range sz.Messages {
 				<-ch
-				forkJoinWork(forkJoinTheta)
+				ForkJoinWork()
 				*recs++
 			}
 		}(chs[i], &recs[i])

@@ -139,7 +139,7 @@ func SizesFor(mode Mode, workers int) Sizes {
 		TransferSpin:    100 * time.Millisecond,
 		TransferProbe:   100 * time.Microsecond,
 		LeaderTransfers: 30,
-		LeaderTimeout:   5 * time.Second, // the chapter's
+		LeaderTimeout:   5 * time.Second,   // the chapter's
 		Counting:        1_000_000 * scale, // Savina's 1 M
 		ForkJoin:        bench.ForkJoinDefault(),
 		PingPong:        bench.PingPongDefault(),

@@ -50,6 +50,12 @@ import (
 // a sender skip P3 while another worker sleeps. The event itself never
 // loses a signal given after S2 (see package internal/event).
 //
+// A sender that is a worker about to be idle may, at P4, find the owner
+// parked and keep the mailbox in its handoff slot instead of waking it: it
+// then serves the mailbox itself or makes P2-P4 later, before it parks
+// (see handoff.go). Being running, it is the worker that the message is
+// not lost to.
+//
 // A mailbox's owner can change under the sender (a thief swapped it): a
 // sender that loaded the previous owner at P3 wakes that one, and the thief,
 // which takes the mailbox while running, scans it itself.
@@ -103,6 +109,7 @@ func (w *worker) stopSpinning() {
 // watcher, Stop) wakes it, following the protocol above.
 func (w *worker) park() {
 	e := w.e
+	w.flushHandoff() // a slot is resolved before sleeping (see handoff.go)
 	w.stopSpinning()
 	w.publish(e.statsEpoch.Load())        // Stats does not wait for sleepers: publish first
 	e.sleepers.Add(1)                     // S1
@@ -279,7 +286,11 @@ func (w *worker) reclaimOwn() {
 // outside the system that floods mb yields (see flood.go).
 func (e *Executor) notify(mb *mailbox) {
 	if e.sleepers.Load() != 0 { // P2
-		e.workers[mb.owner.Load()].wake() // P3, P4
+		// P3, P4; a worker about to be idle may take the wake-up on
+		// itself instead (see handoff.go).
+		if o := e.workers[mb.owner.Load()]; o.state.Load() != workerParked || !e.handOff(mb) {
+			o.wake()
+		}
 	}
 	// Flood points (see flood.go): one load of the word just published.
 	if w := mb.word.Load(); wordLen(w) >= floodLimit && wordLen(w)&(floodLimit-1) == 0 {

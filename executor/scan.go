@@ -48,7 +48,9 @@ func (w *worker) pass() bool {
 		w.regulps = 0
 		w.gulped = n
 		w.processCurrent()
-		w.afterVisit()
+		if w.handoff != nil {
+			w.afterVisit()
+		}
 		if e.shutdown.Load() {
 			return true
 		}

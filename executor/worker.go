@@ -191,7 +191,9 @@ func (w *worker) resume() {
 	defer w.exit()
 	if w.cur != nil {
 		w.processCurrent()
-		w.afterVisit()
+		if w.handoff != nil {
+			w.afterVisit()
+		}
 	}
 	w.loop()
 	w.exitOK = true

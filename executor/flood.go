@@ -7,11 +7,11 @@ import (
 
 // Floods from outside the system.
 //
-// A goroutine that is not a worker can push into a mailbox much faster than
-// nothing at all happens on the other side: with one processor the worker
-// does not even run until the producer's time slice ends, and the mailbox's
-// copy queue grows by doubling to whatever the producer pushed meanwhile
-// (hundreds of thousands of envelopes), costing the copies of every growth,
+// A goroutine that is not a worker can push into a mailbox for as long as
+// it keeps its processor: with one processor the worker does not even run
+// until the producer's time slice ends, and the mailbox's copy queue grows
+// by doubling to whatever the producer pushed meanwhile (hundreds of
+// thousands of envelopes), costing the copies of every growth,
 // garbage-collector work on arrays far larger than any cache, and memory the
 // queue keeps until it is reclaimed. A channel bounds the same flood by
 // blocking the producer when its buffer is full.
@@ -28,6 +28,11 @@ import (
 // grows as before. Workers (behaviours) never wait here: a worker that
 // yields to a worker could deadlock, and a behaviour's sends must not
 // depend on other actors' progress.
+//
+// Every goroutine that is not a worker counts as outside the system here,
+// the executor's own included: the timer goroutine, firing into a mailbox
+// that reaches a flood point, yields as well (holding the timers' mutex, so
+// that setters may wait up to floodWait once per floodLimit envelopes).
 //
 // The check costs a send one load of the mailbox word it has just
 // published (normally still in its cache) and a comparison; the test for
@@ -46,9 +51,9 @@ const (
 )
 
 // floodYield is called by a sender (notify) whose push made mb a flood
-// point, w being the word it saw. It yields, unless the caller is a worker, until mb's gulp
-// sequence moves on from the one in w (a gulp or a re-take by the worker
-// draining it), mb is closed, or floodWait has passed.
+// point, w being the word it saw. Unless the caller is a worker, it yields
+// until mb's gulp sequence moves on from the one in w (a gulp, or a re-take
+// by the worker draining it), mb is closed, or floodWait has passed.
 func floodYield(mb *mailbox, w uint64) {
 	if runningWorker() != nil {
 		return // a behaviour: never waits

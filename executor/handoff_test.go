@@ -107,3 +107,30 @@ func TestNoHandoffWithoutWatcher(t *testing.T) {
 	require.NoError(t, e.Stop(context.Background()))
 	assert.Zero(t, handoffs(e))
 }
+
+// Workers parked with ParkTwoPhase are woken in either phase (in the futex,
+// or on the channel after it): sends spaced shorter and longer than
+// event.TwoPhaseFutex are all delivered, and a chain between two workers
+// completes.
+func TestParkTwoPhaseDelivers(t *testing.T) {
+	e, err := Start(Config{Workers: 2, Queues: 2, SpinPasses: 1, Park: ParkTwoPhase})
+	require.NoError(t, err)
+	const n = 60
+	p := &probe{fn: func(p *probe) Allocation {
+		if p.calls++; p.calls == n {
+			return Finished
+		}
+		return Nodelete
+	}}
+	p.spawn(t, e)
+	for i := 0; i < n; i++ {
+		if i%2 == 0 {
+			time.Sleep(10 * time.Microsecond)
+		} else {
+			time.Sleep(time.Millisecond)
+		}
+		p.send(t, &probeMsg{})
+	}
+	require.NoError(t, e.Stop(context.Background()))
+	assert.Equal(t, n, p.calls)
+}

@@ -35,12 +35,22 @@ const (
 	KindFutex
 	// KindChan sleeps on a channel receive with a timer.
 	KindChan
+	// KindTwoPhase sleeps in futex(2) on the state word for at most
+	// TwoPhaseFutex, then on the channel (Linux only; elsewhere KindChan).
+	KindTwoPhase
 )
 
-// Valid reports whether k is a defined kind: Default, KindFutex or KindChan.
-// The answer does not depend on the platform: KindFutex is valid everywhere,
-// and Init uses KindChan for it where futexes are not supported.
-func Valid(k Kind) bool { return k <= KindChan }
+// TwoPhaseFutex is how long a KindTwoPhase sleeper stays in the futex
+// before it moves to the channel: about what a wake-up through the channel
+// costs a thread-locked sleeper, so that the cheap futex wake-up serves the
+// short sleeps and a long sleep gives its processor back like KindChan.
+const TwoPhaseFutex = 50 * time.Microsecond
+
+// Valid reports whether k is a defined kind: Default, KindFutex, KindChan or
+// KindTwoPhase. The answer does not depend on the platform: KindFutex and
+// KindTwoPhase are valid everywhere, and Init uses KindChan for them where
+// futexes are not supported.
+func Valid(k Kind) bool { return k <= KindTwoPhase }
 
 // String returns "default", "futex" or "chan", and "Kind(n)" for an undefined
 // kind n.
@@ -52,6 +62,8 @@ func (k Kind) String() string {
 		return "futex"
 	case KindChan:
 		return "chan"
+	case KindTwoPhase:
+		return "twophase"
 	}
 	return "Kind(" + strconv.Itoa(int(k)) + ")"
 }
@@ -60,8 +72,8 @@ func (k Kind) String() string {
 // not be copied after Init.
 type Event struct {
 	kind  Kind
-	ch    chan struct{} // KindChan: the wake token (capacity 1)
-	timer *time.Timer   // KindChan: reused for timeouts; only the sleeper touches it
+	ch    chan struct{} // KindChan, KindTwoPhase: the wake token (capacity 1)
+	timer *time.Timer   // KindChan, KindTwoPhase: reused for timeouts; only the sleeper touches it
 }
 
 // Init prepares the event. Default resolves to KindChan, and so does
@@ -70,11 +82,11 @@ func (e *Event) Init(kind Kind) {
 	if !Valid(kind) {
 		panic("event: Init with undefined kind " + kind.String())
 	}
-	if kind == Default || (kind == KindFutex && !futexSupported) {
+	if kind == Default || (kind != KindChan && !futexSupported) {
 		kind = KindChan
 	}
 	e.kind = kind
-	if kind == KindChan {
+	if kind == KindChan || kind == KindTwoPhase {
 		e.ch = make(chan struct{}, 1)
 		e.timer = time.NewTimer(time.Hour)
 		e.timer.Stop()
@@ -91,6 +103,22 @@ func (e *Event) Wait(word *atomic.Uint32, parked uint32, timeout time.Duration) 
 	if e.kind == KindFutex {
 		futexWait(word, parked, timeout)
 		return
+	}
+	if e.kind == KindTwoPhase {
+		// Phase one: the futex, woken by Wake's futexWake. A Wake in this
+		// phase also leaves a channel token, which may make a later Wait
+		// return early: a spurious return, which callers allow for.
+		if timeout > 0 && timeout <= TwoPhaseFutex {
+			futexWait(word, parked, timeout)
+			return
+		}
+		futexWait(word, parked, TwoPhaseFutex)
+		if word.Load() != parked {
+			return
+		}
+		if timeout > 0 {
+			timeout -= TwoPhaseFutex
+		}
 	}
 	if timeout <= 0 {
 		<-e.ch
@@ -111,6 +139,11 @@ func (e *Event) Wake(word *atomic.Uint32) {
 	if e.kind == KindFutex {
 		futexWake(word)
 		return
+	}
+	if e.kind == KindTwoPhase {
+		futexWake(word) // a sleeper in phase one
+		// and, below, the token for a sleeper in phase two (or about to
+		// enter it: the token is never lost)
 	}
 	select {
 	case e.ch <- struct{}{}:

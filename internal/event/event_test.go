@@ -15,7 +15,7 @@ const (
 	parked  uint32 = 1
 )
 
-func kinds() []Kind { return []Kind{KindFutex, KindChan} }
+func kinds() []Kind { return []Kind{KindFutex, KindChan, KindTwoPhase} }
 
 func TestWaitReturnsWhenWordChanged(t *testing.T) {
 	for _, k := range kinds() {
@@ -96,12 +96,12 @@ func TestNoLostWakeups(t *testing.T) {
 }
 
 func TestValid(t *testing.T) {
-	for _, k := range []Kind{Default, KindFutex, KindChan} {
+	for _, k := range []Kind{Default, KindFutex, KindChan, KindTwoPhase} {
 		if !Valid(k) {
 			t.Errorf("Valid(%v) = false", k)
 		}
 	}
-	for _, k := range []Kind{KindChan + 1, 7, 255} {
+	for _, k := range []Kind{KindTwoPhase + 1, 7, 255} {
 		if Valid(k) {
 			t.Errorf("Valid(%d) = true for an undefined kind", uint8(k))
 		}
@@ -109,7 +109,7 @@ func TestValid(t *testing.T) {
 			t.Errorf("String() = %q, want %q", got, want)
 		}
 	}
-	for k, want := range map[Kind]string{Default: "default", KindFutex: "futex", KindChan: "chan"} {
+	for k, want := range map[Kind]string{Default: "default", KindFutex: "futex", KindChan: "chan", KindTwoPhase: "twophase"} {
 		if got := k.String(); got != want {
 			t.Errorf("String() = %q, want %q", got, want)
 		}
@@ -123,7 +123,7 @@ func TestInitRejectsUndefinedKind(t *testing.T) {
 		}
 	}()
 	var e Event
-	e.Init(KindChan + 1)
+	e.Init(KindTwoPhase + 1)
 }
 
 // BenchmarkPingPong measures a wake-up round trip: each op is two

@@ -7,7 +7,7 @@
 // longer holds the parked value, so a Wake that lands between the sleeper's
 // last check and its Wait is never lost.
 //
-// Two implementations exist. KindChan (the default) parks the goroutine on a
+// Three implementations exist. KindChan (the default) parks the goroutine on a
 // one-slot channel with a reusable timer: the Go scheduler releases the
 // sleeping worker's processor at once, and a wake hands one back to its
 // locked thread. KindFutex (Linux only) sleeps in the futex system call on
@@ -15,8 +15,10 @@
 // keeps its processor in the system call until the runtime's monitor retakes
 // it, which the runtime pays for in processor hand-offs. KindChan is the
 // default because idle workers then cost less processor time at low message
-// rates, at a similar wake-up latency (bench.BenchmarkPipelineEvent compares
-// the two).
+// rates and never keep a processor from the rest of the program
+// (bench.BenchmarkPipelineEvent compares the kinds). KindTwoPhase sleeps in
+// the futex for at most TwoPhaseFutex, then on the channel: a short sleep
+// ends with one FUTEX_WAKE, a long one gives its processor back.
 package event
 
 import (

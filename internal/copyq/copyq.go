@@ -26,11 +26,11 @@
 // at most twice the recent peak. The window is long because buffers
 // circulate between queues whose loads differ (a gulp swaps buffers), and a
 // short window would halve buffers that the next busy queue regrows at once
-// (docs/design.md): a worker serving 16 queues makes ReclaimAfter drains in
-// a fraction of a millisecond, so a window of 64 let the buffers of a
-// steady stream shrink and regrow after every scheduling hiccup, and the
-// garbage this made slowed every sender (write barriers, assists). Shrink
-// releases a grown array at once, for queues that have gone idle.
+// (docs/design.md): a busy worker makes many drains per millisecond, and a
+// window of 64 let the buffers of a steady stream shrink and regrow after
+// every scheduling hiccup, the garbage slowing every sender (write
+// barriers, assists). Shrink releases a grown array at once, for queues
+// that have gone idle.
 package copyq
 
 // ReclaimAfter is the number of consecutive drains that used less than half of

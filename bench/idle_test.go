@@ -55,7 +55,7 @@ func BenchmarkExecutorIdleProtocol(b *testing.B) {
 // worker's state word, or a channel) on the constant-rate pipeline.
 func BenchmarkPipelineEvent(b *testing.B) {
 	for _, rate := range []float64{10, 1000, 10000, 100000} {
-		for _, ev := range []executor.ParkKind{executor.ParkFutex, executor.ParkChannel} {
+		for _, ev := range []executor.ParkKind{executor.ParkFutex, executor.ParkChannel, executor.ParkTwoPhase} {
 			b.Run(fmt.Sprintf("rate=%g/event=%v", rate, ev), func(b *testing.B) {
 				var r PipelineResult
 				for i := 0; i < b.N; i++ {

@@ -55,6 +55,11 @@ const (
 	// ParkChannel sleeps on a channel receive with a timer: the Go
 	// scheduler releases the sleeping worker's processor at once.
 	ParkChannel ParkKind = ParkKind(event.KindChan)
+	// ParkTwoPhase sleeps in futex(2) for at most event.TwoPhaseFutex
+	// (50 µs), then on the channel (Linux only; elsewhere ParkChannel): a
+	// worker woken soon after it parked is woken by one system call, and
+	// one that sleeps longer gives its processor back.
+	ParkTwoPhase ParkKind = ParkKind(event.KindTwoPhase)
 )
 
 func (k ParkKind) String() string { return event.Kind(k).String() }
@@ -264,8 +269,8 @@ func (c Config) resolved() (Config, error) {
 		c.ParkTimeoutMax = DefaultParkTimeoutMax
 	}
 	c.ParkTimeoutMax = max(c.ParkTimeoutMax, c.ParkTimeout)
-	if c.Park != ParkDefault && c.Park != ParkFutex && c.Park != ParkChannel {
-		return bad("undefined park kind %d (ParkDefault, ParkChannel or ParkFutex)", c.Park)
+	if c.Park != ParkDefault && c.Park != ParkFutex && c.Park != ParkChannel && c.Park != ParkTwoPhase {
+		return bad("undefined park kind %d (ParkDefault, ParkChannel, ParkFutex or ParkTwoPhase)", c.Park)
 	}
 	return c, nil
 }

@@ -94,7 +94,12 @@ type batch struct {
 	// g is the draining goroutine's identity (goid.Get). Written by that
 	// goroutine when it starts (or resumes after runtime.Goexit) and before
 	// it exits; read by senders to recognise it.
-	g   atomic.Uintptr
+	g atomic.Uintptr
+	// The padding keeps g, which every sender into a mailbox being
+	// processed loads, off the cache line of buf, which the draining
+	// worker writes at every message: a sender from another core would
+	// otherwise take that line from the worker at each such send.
+	_   cpu.CacheLinePad
 	buf copyq.Queue[envelope] // the gulped envelopes being drained, else an empty spare
 	cur *mailbox              // mailbox whose envelopes are in buf, nil between gulps
 	// limit bounds local sends: they may append to buf while it holds

@@ -50,6 +50,12 @@ import (
 // a sender skip P3 while another worker sleeps. The event itself never
 // loses a signal given after S2 (see package internal/event).
 //
+// A sender that is a worker about to be idle may, at P4, find the owner
+// parked and keep the mailbox in its handoff slot instead of waking it: it
+// then serves the mailbox itself or makes P2-P4 later, before it parks
+// (see handoff.go). Being running, it is the worker that the message is
+// not lost to.
+//
 // A mailbox's owner can change under the sender (a thief swapped it): a
 // sender that loaded the previous owner at P3 wakes that one, and the thief,
 // which takes the mailbox while running, scans it itself.
@@ -103,6 +109,7 @@ func (w *worker) stopSpinning() {
 // watcher, Stop) wakes it, following the protocol above.
 func (w *worker) park() {
 	e := w.e
+	w.flushHandoff() // a slot is resolved before sleeping (see handoff.go)
 	w.stopSpinning()
 	w.publish(e.statsEpoch.Load())        // Stats does not wait for sleepers: publish first
 	e.sleepers.Add(1)                     // S1
@@ -275,12 +282,20 @@ func (w *worker) reclaimOwn() {
 
 // notify is the sender's half of the wake-up protocol (P2-P4 above), called
 // after every push into mb (after the unlock that published it). When no
-// worker sleeps it is one atomic load.
+// worker sleeps it is one atomic load. Then, after the wake-up, a sender
+// outside the system that floods mb yields (see flood.go).
 func (e *Executor) notify(mb *mailbox) {
-	if e.sleepers.Load() == 0 { // P2
-		return
+	if e.sleepers.Load() != 0 { // P2
+		// P3, P4; a worker about to be idle may take the wake-up on
+		// itself instead (see handoff.go).
+		if o := e.workers[mb.owner.Load()]; o.state.Load() != workerParked || !e.handOff(mb) {
+			o.wake()
+		}
 	}
-	e.workers[mb.owner.Load()].wake() // P3, P4
+	// Flood points (see flood.go): one load of the word just published.
+	if w := mb.word.Load(); wordLen(w) >= floodLimit && wordLen(w)&(floodLimit-1) == 0 {
+		floodYield(mb, w)
+	}
 }
 
 // wake moves w out of the parked state and wakes its goroutine, if it is

@@ -34,6 +34,16 @@ package executor
 //	  P4 CAS    wake: w.state.CompareAndSwap(workerParked, workerWoken), else return
 //	  P4 dec    wake: w.e.sleepers.Add(-1)
 //	  P4 wake   wake: w.ev.Wake(&w.state), which leaves the token
+//	handoff sender: a send from a behaviour of a running worker about to be
+//	idle (handoff.go), which at P4 may keep the mailbox instead of waking:
+//	  P1-P4 load as a sender; if P4 load read parked:
+//	  H         handOff: the mailbox goes into the sender's handoff slot
+//	  then, as the worker resolves the slot at the end of its visit, either
+//	  R serve   afterVisit: gulp, process and release the mailbox (one
+//	            step: the processing bit is not modelled), consuming every
+//	            message published so far
+//	  or        afterVisit or park (flushHandoff, wakeOwner): P2, P3, P4 as
+//	            a sender, without handing off again
 //
 // A depth-first search over which thread takes the next step visits every
 // interleaving. The search is stateful, like the swap model's: a state (the
@@ -63,7 +73,8 @@ package executor
 //   - (c) every park that ended was decremented for exactly once;
 //   - a worker that left park is in state workerRunning.
 //
-// Not modelled: park timeouts (with stealing on they only add wake-ups), the
+// Not modelled: the processing bit (a handoff's serve is one step, so a
+// sleeper never sees the mailbox being processed), park timeouts (with stealing on they only add wake-ups), the
 // shutdown flag (read at S3 like a message), a mailbox's owner changing
 // under a sender (a thief that takes a mailbox scans it itself, see park.go),
 // spurious returns from Wait (the S4 loop re-checks the word), and more than
@@ -106,6 +117,8 @@ const (
 	pcP4CAS
 	pcP4Dec
 	pcP4Wake
+	pcH
+	pcRServe
 	pcDone
 )
 
@@ -123,6 +136,7 @@ const (
 	howCASLost          // P4 read parked but lost the CAS
 	howWoke             // P4 moved the owner to woken and woke it
 	howAsleep           // the sleeper is blocked in Wait at the end of the schedule
+	howServed           // handoff sender: served the mailbox itself
 )
 
 var howNames = [...]string{
@@ -137,6 +151,7 @@ var howNames = [...]string{
 	howCASLost:    "sender: stopped at P4, CAS lost",
 	howWoke:       "sender: woke the owner",
 	howAsleep:     "sleeper: asleep at the end",
+	howServed:     "handoff sender: served the mailbox itself",
 }
 
 // parkVariant selects the protocol: the real one or a deliberately broken one.
@@ -162,6 +177,9 @@ const (
 	// whose Wake is dropped unless the sleeper is already blocked (a
 	// condition variable without its predicate).
 	brokenLossyEvent
+	// brokenHandoffDropped: a handoff sender keeps the mailbox and never
+	// resolves the slot (neither serves it nor wakes its owner).
+	brokenHandoffDropped
 )
 
 var parkVariantNames = [...]string{
@@ -172,6 +190,7 @@ var parkVariantNames = [...]string{
 	brokenS3ByStore:          "S3 by store instead of CAS",
 	brokenWakeByStore:        "P4 by load+store instead of CAS",
 	brokenLossyEvent:         "event drops a Wake given before Wait",
+	brokenHandoffDropped:     "handoff slot never resolved",
 }
 
 // pmViolation is a set of violated checks.
@@ -214,11 +233,27 @@ func (v pmViolation) String() string {
 	return strings.Join(s, "; ")
 }
 
+// Handoff modes of a sender (parkScenario.handoff).
+const (
+	hoNone  uint8 = iota // a plain sender (from outside the system, or a busy worker)
+	hoServe              // a handoff sender that resolves its slot by serving the mailbox
+	hoWake               // a handoff sender that resolves its slot by waking the owner
+)
+
 // parkScenario is a set of sleepers and senders run concurrently.
 type parkScenario struct {
 	name     string
-	sleepers int   // workers 0..sleepers-1 each park once; worker w owns mailbox w
-	senders  []int // senders[i] is the mailbox sender i sends to
+	sleepers int     // workers 0..sleepers-1 each park once; worker w owns mailbox w
+	senders  []int   // senders[i] is the mailbox sender i sends to
+	handoff  []uint8 // handoff[i] is sender i's handoff mode (nil: all hoNone)
+}
+
+// mode returns sender i's handoff mode.
+func (sc parkScenario) mode(i int) uint8 {
+	if i < len(sc.handoff) {
+		return sc.handoff[i]
+	}
+	return hoNone
 }
 
 // threads is the number of threads: the sleepers, then the senders.
@@ -236,6 +271,7 @@ type pmState struct {
 	how      [pmThreads]uint8  // last branch taken (how the thread ended, once done)
 	owner    [pmThreads]int8   // a sender's P3 result
 	early    [pmThreads]int8   // a sender's P2 result read before P1 (brokenCheckBeforePublish)
+	handed   [pmThreads]bool   // a handoff sender has taken the handoff (H)
 	decs     [pmWorkers]int8   // decrements of sleepers for worker w's park
 	outs     [pmWorkers]int8   // moves of worker w out of parked in its park (or broken stores acting as one)
 }
@@ -423,7 +459,26 @@ func (m *parkModel) senderStep(s *pmState, t int) string {
 			return "P4 w.state.Load() != workerParked: return"
 		}
 		*pc = pcP4CAS
+		if m.sc.mode(t-m.sc.sleepers) != hoNone && !s.handed[t] {
+			*pc = pcH // notify: e.handOff(mb) succeeds
+		}
 		return "P4 w.state.Load() == workerParked"
+	case pcH:
+		s.handed[t] = true // w.handoff = mb; no wake
+		switch {
+		case m.v == brokenHandoffDropped:
+			*pc = pcDone
+		case m.sc.mode(t-m.sc.sleepers) == hoServe:
+			*pc = pcRServe
+		default:
+			*pc = pcP2 // wakeOwner: P2-P4 again
+		}
+		return "H e.handOff(mb): into the sender's handoff slot"
+	case pcRServe:
+		s.work[mb] = false // afterVisit: mb.gulp, processCurrent, release
+		s.how[t] = howServed
+		*pc = pcDone
+		return "R afterVisit serves mb (gulp, process, release)"
 	case pcP4CAS:
 		o := s.owner[t]
 		if m.v == brokenWakeByStore {
@@ -560,9 +615,9 @@ func exploreParkModel(sc parkScenario, v parkVariant, stateless bool) parkOutcom
 	return parkOutcome{interleavings: cnt.n, bad: cnt.bad, states: c.states, found: c.found, first: c.first, ends: c.ends}
 }
 
-// maxParkSchedule bounds a schedule's length: each thread takes at most 10
+// maxParkSchedule bounds a schedule's length: each thread takes at most 11
 // steps in any variant, so a longer schedule means a loop in the model.
-const maxParkSchedule = 10 * pmThreads
+const maxParkSchedule = 11 * pmThreads
 
 // explore checks s, then every schedule from s (each enabled thread's step in
 // turn), and counts them; at a state where no thread can step it runs the
@@ -654,6 +709,11 @@ var parkScenarios = []parkScenario{
 	{name: "1 sleeper, 2 senders", sleepers: 1, senders: []int{0, 0}},
 	{name: "2 sleepers, 2 senders to different sleepers", sleepers: 2, senders: []int{0, 1}},
 	{name: "2 sleepers, 2 senders to the same sleeper", sleepers: 2, senders: []int{0, 0}},
+	{name: "1 sleeper, 1 handoff sender that serves", sleepers: 1, senders: []int{0}, handoff: []uint8{hoServe}},
+	{name: "1 sleeper, 1 handoff sender that wakes", sleepers: 1, senders: []int{0}, handoff: []uint8{hoWake}},
+	{name: "1 sleeper, a handoff sender that serves and a sender", sleepers: 1, senders: []int{0, 0}, handoff: []uint8{hoServe, hoNone}},
+	{name: "1 sleeper, a handoff sender that wakes and a sender", sleepers: 1, senders: []int{0, 0}, handoff: []uint8{hoWake, hoNone}},
+	{name: "2 sleepers, handoff senders that serve and wake, to different sleepers", sleepers: 2, senders: []int{0, 1}, handoff: []uint8{hoServe, hoWake}},
 }
 
 // The real protocol passes every check in every interleaving of every
@@ -681,8 +741,10 @@ func TestParkModel(t *testing.T) {
 		}
 	}
 	// Only a sleeper nobody sends to may stay asleep, in the scenario with
-	// both senders to the same sleeper.
+	// both senders to the same sleeper; and a sleeper whose message a
+	// handoff sender served.
 	require.NotZero(t, ends&(1<<howAsleep))
+	require.NotZero(t, ends&(1<<howServed), "no interleaving serves a handoff")
 }
 
 // The memoised search counts exactly the schedules a plain enumeration
@@ -697,6 +759,8 @@ func TestParkModelStateless(t *testing.T) {
 	for v := range parkVariant(len(parkVariantNames)) {
 		cases = append(cases, run{parkScenarios[0], v})
 	}
+	// The handoff senders, real and broken.
+	cases = append(cases, run{parkScenarios[5], parkReal}, run{parkScenarios[5], brokenHandoffDropped})
 	if !testing.Short() {
 		// About a million schedules: a second under -race.
 		cases = append(cases, run{parkScenarios[1], parkReal})
@@ -739,6 +803,8 @@ func TestParkModelCatchesBrokenProtocols(t *testing.T) {
 		{brokenWakeByStore, vTwiceOut | vTwiceDec | vNegative | vNotRunning},
 		// The Wake lands between S3 and the Wait and is dropped.
 		{brokenLossyEvent, vLostWakeup | vAsleepNotParked},
+		// The handed-off message waits for a worker that never comes.
+		{brokenHandoffDropped, vLostWakeup},
 	} {
 		name := parkVariantNames[b.v]
 		t.Run(name, func(t *testing.T) {

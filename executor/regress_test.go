@@ -68,7 +68,7 @@ func TestConfigRejectsUndefinedKinds(t *testing.T) {
 		_, err := Start(bad)
 		assert.ErrorIs(t, err, ErrConfig, "%+v", bad)
 	}
-	for _, k := range []ParkKind{ParkDefault, ParkChannel, ParkFutex} {
+	for _, k := range []ParkKind{ParkDefault, ParkChannel, ParkFutex, ParkTwoPhase} {
 		e, err := Start(Config{Workers: 1, Park: k})
 		require.NoError(t, err, k.String())
 		p := &probe{fn: func(*probe) Allocation { return Finished }}

@@ -48,6 +48,9 @@ func (w *worker) pass() bool {
 		w.regulps = 0
 		w.gulped = n
 		w.processCurrent()
+		if w.handoff != nil {
+			w.afterVisit()
+		}
 		if e.shutdown.Load() {
 			return true
 		}
@@ -110,6 +113,7 @@ func (w *worker) processCurrent() {
 		}
 		w.regulps++
 		w.gulped = n
+		w.flushHandoff() // more work of our own: wake the handoff's owner (see handoff.go)
 	}
 }
 

@@ -98,6 +98,7 @@ type WorkerStats struct {
 	ParkedTime       time.Duration // total time asleep
 
 	passes      uint64 // passes over the worker's slots (for tests of the idle cost)
+	handoffs    uint64 // handed-off mailboxes this worker served itself (see handoff.go)
 	asksStarted uint64 // requests begun on this worker (see Executor.askStarted)
 	asksDone    uint64 // requests ended on this worker
 	private     uint64 // messages taken from private queues (supervise.go)

@@ -59,6 +59,10 @@ type worker struct {
 	spawned    int      // actors this worker placed (PlaceLocal round-robin)
 	spinner    bool     // this worker holds one of the e.spinning places (see park.go)
 	busyPasses uint     // passes that found work (see pass: the backlog check)
+	// handoff is a mailbox of a parked worker that a behaviour run here
+	// sent to without waking its owner: this worker serves it or wakes the
+	// owner when the visit ends, and before it parks (see handoff.go).
+	handoff *mailbox
 	// lastMsgType and lastIsReq cache mayBeRequest's answer for the last
 	// message type it saw (the type word of the message interface).
 	lastMsgType unsafe.Pointer
@@ -188,6 +192,9 @@ func (w *worker) resume() {
 	defer w.exit()
 	if w.cur != nil {
 		w.processCurrent()
+		if w.handoff != nil {
+			w.afterVisit()
+		}
 	}
 	w.loop()
 	w.exitOK = true

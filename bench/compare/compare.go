@@ -84,6 +84,9 @@ type Sizes struct {
 	TransferSpin, TransferProbe time.Duration
 	LeaderTransfers             int           // transfer-leader: transfers per run
 	LeaderTimeout               time.Duration // transfer-leader: a transfer slower than this did not complete
+	Counting                    int           // counting: messages from outside the system to one actor
+	ForkJoin                    bench.ForkJoinSize
+	PingPong, TokenRing         int // hops
 }
 
 // SizesFor returns the sizes for mode on workers workers.
@@ -108,6 +111,10 @@ func SizesFor(mode Mode, workers int) Sizes {
 			TransferProbe:   100 * time.Microsecond,
 			LeaderTransfers: 3,
 			LeaderTimeout:   5 * time.Second,
+			Counting:        20_000,
+			ForkJoin:        bench.ForkJoinSize{Actors: 10, Messages: 500},
+			PingPong:        2_000,
+			TokenRing:       5_000,
 		}
 	}
 	full := bench.Full()
@@ -132,7 +139,11 @@ func SizesFor(mode Mode, workers int) Sizes {
 		TransferSpin:    100 * time.Millisecond,
 		TransferProbe:   100 * time.Microsecond,
 		LeaderTransfers: 30,
-		LeaderTimeout:   5 * time.Second, // the chapter's
+		LeaderTimeout:   5 * time.Second,   // the chapter's
+		Counting:        1_000_000 * scale, // Savina's 1 M
+		ForkJoin:        bench.ForkJoinDefault(),
+		PingPong:        bench.PingPongDefault(),
+		TokenRing:       bench.TokenRingDefault(),
 	}
 	if full {
 		// The chapter's counts: 100 M static sends; 2 M dynamic sends (what
@@ -260,6 +271,14 @@ var Programs = []*Program{
 		Doc: "constant-rate pipeline of 12 actors at a low rate: end-to-end latency"},
 	{Name: "pipeline-high", Metric: p99, Systems: allSystems, run: runPipeline(func(s Sizes) PipelineSize { return s.PipelineHigh }),
 		Doc: "constant-rate pipeline of 12 actors at a high rate: end-to-end latency"},
+	{Name: "counting", Metric: nsPerMsg, Systems: allSystems, run: runCounting,
+		Doc: "counting: a goroutine outside the system sends 1 M messages to one actor, then asks for the total (Savina)"},
+	{Name: "fork-join", Metric: nsPerMsg, Systems: allSystems, run: runForkJoin,
+		Doc: "fork-join throughput: a goroutine outside the system sends round-robin to 60 actors, 50,000 messages each (Savina)"},
+	{Name: "ping-pong", Metric: nsPerMsg, Systems: allSystems, run: runHandoff(bench.PingPongSize, func(s Sizes) int { return s.PingPong }),
+		Doc: "ping-pong: two actors pass one token back and forth (actord: on different workers)"},
+	{Name: "token-ring", Metric: nsPerMsg, Systems: allSystems, run: runHandoff(bench.TokenRingSize, func(s Sizes) int { return s.TokenRing }),
+		Doc: "token ring: 100 actors pass one token around (Savina thread ring)"},
 	{Name: "transfer", Metric: behind99, Systems: actordOnly, MinWorkers: 2, run: runTransfer,
 		Doc: "transfer: delay of messages to actors on the worker of a spinning behaviour (there is no other worker to take them with 1)"},
 	{Name: "transfer-leader", Metric: perLead, Systems: []string{Actord, ActordRandom}, MinWorkers: 2, run: runTransferLeader,
@@ -614,4 +633,90 @@ func runTransferLeader(system string, workers int, sz Sizes) (Result, error) {
 		return r, fmt.Errorf("compare: did not complete: after %d transfers, %d actors had not seen the epoch after %v", t.Transfers, t.Stuck, sz.LeaderTimeout)
 	}
 	return r, nil
+}
+
+func runCounting(system string, workers int, sz Sizes) (Result, error) {
+	n := sz.Counting
+	r := Result{Actors: 1, Messages: n}
+	got := n
+	switch system {
+	case Chan:
+		r.Wall = timed(func() { got = bench.CountingChan(n) })
+	case ProtoActor:
+		sys := protoactor.NewSystem()
+		r.Wall = timed(func() { got = protoactor.Counting(sys, n) })
+	case Hollywood:
+		e, err := hollywood.NewEngine()
+		if err != nil {
+			return r, err
+		}
+		r.Wall = timed(func() { got = hollywood.Counting(e, n) })
+	default:
+		return withActord(system, workers, func(sys *actor.System) (Result, error) {
+			return r, bench.Counting(sys, n)
+		})
+	}
+	return r, expect("total", got, n)
+}
+
+func runForkJoin(system string, workers int, sz Sizes) (Result, error) {
+	fj := sz.ForkJoin
+	r := Result{Actors: fj.Actors, Messages: fj.Total()}
+	got := r.Messages
+	switch system {
+	case Chan:
+		r.Wall = timed(func() { got = bench.ForkJoinChan(fj) })
+	case ProtoActor:
+		sys := protoactor.NewSystem()
+		r.Wall = timed(func() { got = protoactor.ForkJoin(sys, fj) })
+	case Hollywood:
+		e, err := hollywood.NewEngine()
+		if err != nil {
+			return r, err
+		}
+		r.Wall = timed(func() { got = hollywood.ForkJoin(e, fj) })
+	default:
+		var err error
+		r, err = withActord(system, workers, func(sys *actor.System) (Result, error) {
+			var err error
+			got, err = bench.ForkJoin(sys, fj)
+			return r, err
+		})
+		if err != nil {
+			return r, err
+		}
+	}
+	return r, expect("receives", got, r.Messages)
+}
+
+// runHandoff runs ping-pong or the token ring: a cycle of one ring of the
+// given shape (the peers run their Cycle; actord's ping-pong places its two
+// actors on different workers).
+func runHandoff(shape func(int) bench.CycleSize, hops func(Sizes) int) func(string, int, Sizes) (Result, error) {
+	return func(system string, workers int, sz Sizes) (Result, error) {
+		cy := shape(hops(sz))
+		r := Result{Actors: cy.Actors(), Messages: cy.Messages()}
+		got := r.Messages
+		switch system {
+		case Chan:
+			r.Wall = timed(func() { got = bench.CycleChan(cy) })
+		case ProtoActor:
+			sys := protoactor.NewSystem()
+			r.Wall = timed(func() { got = protoactor.Cycle(sys, cy) })
+		case Hollywood:
+			e, err := hollywood.NewEngine()
+			if err != nil {
+				return r, err
+			}
+			r.Wall = timed(func() { got = hollywood.Cycle(e, cy) })
+		default:
+			return withActord(system, workers, func(sys *actor.System) (Result, error) {
+				if cy.RingSize == 2 {
+					return r, bench.PingPong(sys, cy.Hops)
+				}
+				return r, bench.Cycle(sys, cy)
+			})
+		}
+		return r, expect("hops", got, r.Messages)
+	}
 }

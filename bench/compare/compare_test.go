@@ -27,6 +27,10 @@ func testSizes(workers int) Sizes {
 	s.PipelineLow.N = 10
 	s.PipelineHigh.N = 500
 	s.LeaderTransfers = 5
+	s.Counting = 5_000
+	s.ForkJoin = bench.ForkJoinSize{Actors: 6, Messages: 200}
+	s.PingPong = 500
+	s.TokenRing = 1_000
 	return s
 }
 

@@ -26,13 +26,16 @@
 // at most twice the recent peak. The window is long because buffers
 // circulate between queues whose loads differ (a gulp swaps buffers), and a
 // short window would halve buffers that the next busy queue regrows at once
-// (docs/design.md). Shrink releases a grown array at once, for queues that
-// have gone idle.
+// (docs/design.md): a busy worker makes many drains per millisecond, and a
+// window of 64 let the buffers of a steady stream shrink and regrow after
+// every scheduling hiccup, the garbage slowing every sender (write
+// barriers, assists). Shrink releases a grown array at once, for queues
+// that have gone idle.
 package copyq
 
 // ReclaimAfter is the number of consecutive drains that used less than half of
 // the array after which the array is halved.
-const ReclaimAfter = 64
+const ReclaimAfter = 1024
 
 // Queue is a copy queue of T. The zero value is an empty queue with no storage.
 // A Queue is not safe for concurrent use; the executor guards it with its

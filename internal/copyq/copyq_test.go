@@ -154,7 +154,7 @@ func TestReclaimShrinksUnderUsedArrays(t *testing.T) {
 
 func TestReclaimRespectsFloor(t *testing.T) {
 	q := New[int](64)
-	for round := 0; round < 1000; round++ {
+	for round := 0; round < 10*ReclaimAfter; round++ {
 		push(&q, 1)
 		q.Reset(16)
 	}

@@ -7,7 +7,7 @@
 // longer holds the parked value, so a Wake that lands between the sleeper's
 // last check and its Wait is never lost.
 //
-// Two implementations exist. KindChan (the default) parks the goroutine on a
+// Three implementations exist. KindChan (the default) parks the goroutine on a
 // one-slot channel with a reusable timer: the Go scheduler releases the
 // sleeping worker's processor at once, and a wake hands one back to its
 // locked thread. KindFutex (Linux only) sleeps in the futex system call on
@@ -15,8 +15,10 @@
 // keeps its processor in the system call until the runtime's monitor retakes
 // it, which the runtime pays for in processor hand-offs. KindChan is the
 // default because idle workers then cost less processor time at low message
-// rates, at a similar wake-up latency (bench.BenchmarkPipelineEvent compares
-// the two).
+// rates and never keep a processor from the rest of the program
+// (bench.BenchmarkPipelineEvent compares the kinds). KindTwoPhase sleeps in
+// the futex for at most TwoPhaseFutex, then on the channel: a short sleep
+// ends with one FUTEX_WAKE, a long one gives its processor back.
 package event
 
 import (
@@ -35,12 +37,22 @@ const (
 	KindFutex
 	// KindChan sleeps on a channel receive with a timer.
 	KindChan
+	// KindTwoPhase sleeps in futex(2) on the state word for at most
+	// TwoPhaseFutex, then on the channel (Linux only; elsewhere KindChan).
+	KindTwoPhase
 )
 
-// Valid reports whether k is a defined kind: Default, KindFutex or KindChan.
-// The answer does not depend on the platform: KindFutex is valid everywhere,
-// and Init uses KindChan for it where futexes are not supported.
-func Valid(k Kind) bool { return k <= KindChan }
+// TwoPhaseFutex is how long a KindTwoPhase sleeper stays in the futex
+// before it moves to the channel: about what a wake-up through the channel
+// costs a thread-locked sleeper, so that the cheap futex wake-up serves the
+// short sleeps and a long sleep gives its processor back like KindChan.
+const TwoPhaseFutex = 50 * time.Microsecond
+
+// Valid reports whether k is a defined kind: Default, KindFutex, KindChan or
+// KindTwoPhase. The answer does not depend on the platform: KindFutex and
+// KindTwoPhase are valid everywhere, and Init uses KindChan for them where
+// futexes are not supported.
+func Valid(k Kind) bool { return k <= KindTwoPhase }
 
 // String returns "default", "futex" or "chan", and "Kind(n)" for an undefined
 // kind n.
@@ -52,6 +64,8 @@ func (k Kind) String() string {
 		return "futex"
 	case KindChan:
 		return "chan"
+	case KindTwoPhase:
+		return "twophase"
 	}
 	return "Kind(" + strconv.Itoa(int(k)) + ")"
 }
@@ -60,8 +74,8 @@ func (k Kind) String() string {
 // not be copied after Init.
 type Event struct {
 	kind  Kind
-	ch    chan struct{} // KindChan: the wake token (capacity 1)
-	timer *time.Timer   // KindChan: reused for timeouts; only the sleeper touches it
+	ch    chan struct{} // KindChan, KindTwoPhase: the wake token (capacity 1)
+	timer *time.Timer   // KindChan, KindTwoPhase: reused for timeouts; only the sleeper touches it
 }
 
 // Init prepares the event. Default resolves to KindChan, and so does
@@ -70,11 +84,11 @@ func (e *Event) Init(kind Kind) {
 	if !Valid(kind) {
 		panic("event: Init with undefined kind " + kind.String())
 	}
-	if kind == Default || (kind == KindFutex && !futexSupported) {
+	if kind == Default || (kind != KindChan && !futexSupported) {
 		kind = KindChan
 	}
 	e.kind = kind
-	if kind == KindChan {
+	if kind == KindChan || kind == KindTwoPhase {
 		e.ch = make(chan struct{}, 1)
 		e.timer = time.NewTimer(time.Hour)
 		e.timer.Stop()
@@ -91,6 +105,22 @@ func (e *Event) Wait(word *atomic.Uint32, parked uint32, timeout time.Duration) 
 	if e.kind == KindFutex {
 		futexWait(word, parked, timeout)
 		return
+	}
+	if e.kind == KindTwoPhase {
+		// Phase one: the futex, woken by Wake's futexWake. A Wake in this
+		// phase also leaves a channel token, which may make a later Wait
+		// return early: a spurious return, which callers allow for.
+		if timeout > 0 && timeout <= TwoPhaseFutex {
+			futexWait(word, parked, timeout)
+			return
+		}
+		futexWait(word, parked, TwoPhaseFutex)
+		if word.Load() != parked {
+			return
+		}
+		if timeout > 0 {
+			timeout -= TwoPhaseFutex
+		}
 	}
 	if timeout <= 0 {
 		<-e.ch
@@ -111,6 +141,11 @@ func (e *Event) Wake(word *atomic.Uint32) {
 	if e.kind == KindFutex {
 		futexWake(word)
 		return
+	}
+	if e.kind == KindTwoPhase {
+		futexWake(word) // a sleeper in phase one
+		// and, below, the token for a sleeper in phase two (or about to
+		// enter it: the token is never lost)
 	}
 	select {
 	case e.ch <- struct{}{}:

@@ -1,6 +1,8 @@
 package event
 
 import (
+	"fmt"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -13,7 +15,7 @@ const (
 	parked  uint32 = 1
 )
 
-func kinds() []Kind { return []Kind{KindFutex, KindChan} }
+func kinds() []Kind { return []Kind{KindFutex, KindChan, KindTwoPhase} }
 
 func TestWaitReturnsWhenWordChanged(t *testing.T) {
 	for _, k := range kinds() {
@@ -94,12 +96,12 @@ func TestNoLostWakeups(t *testing.T) {
 }
 
 func TestValid(t *testing.T) {
-	for _, k := range []Kind{Default, KindFutex, KindChan} {
+	for _, k := range []Kind{Default, KindFutex, KindChan, KindTwoPhase} {
 		if !Valid(k) {
 			t.Errorf("Valid(%v) = false", k)
 		}
 	}
-	for _, k := range []Kind{KindChan + 1, 7, 255} {
+	for _, k := range []Kind{KindTwoPhase + 1, 7, 255} {
 		if Valid(k) {
 			t.Errorf("Valid(%d) = true for an undefined kind", uint8(k))
 		}
@@ -107,7 +109,7 @@ func TestValid(t *testing.T) {
 			t.Errorf("String() = %q, want %q", got, want)
 		}
 	}
-	for k, want := range map[Kind]string{Default: "default", KindFutex: "futex", KindChan: "chan"} {
+	for k, want := range map[Kind]string{Default: "default", KindFutex: "futex", KindChan: "chan", KindTwoPhase: "twophase"} {
 		if got := k.String(); got != want {
 			t.Errorf("String() = %q, want %q", got, want)
 		}
@@ -121,38 +123,56 @@ func TestInitRejectsUndefinedKind(t *testing.T) {
 		}
 	}()
 	var e Event
-	e.Init(KindChan + 1)
+	e.Init(KindTwoPhase + 1)
 }
 
+// BenchmarkPingPong measures a wake-up round trip: each op is two
+// Wake-to-running hand-offs between two goroutines. With locked=true both
+// goroutines are locked to their OS threads, as the executor's workers are,
+// so that every wake-up is a thread wake-up.
 func BenchmarkPingPong(b *testing.B) {
-	for _, k := range kinds() {
-		b.Run(k.String(), func(b *testing.B) {
-			var ea, eb Event
-			ea.Init(k)
-			eb.Init(k)
-			var sa, sb atomic.Uint32
-			sa.Store(parked)
-			done := make(chan struct{})
-			go func() {
-				for i := 0; i < b.N; i++ {
-					for sa.Load() == parked {
-						ea.Wait(&sa, parked, 0)
-					}
-					sa.Store(parked)
-					sb.Store(running)
-					eb.Wake(&sb)
-				}
-				close(done)
-			}()
-			for i := 0; i < b.N; i++ {
-				sb.Store(parked)
-				sa.Store(running)
-				ea.Wake(&sa)
-				for sb.Load() == parked {
-					eb.Wait(&sb, parked, 0)
-				}
-			}
-			<-done
-		})
+	for _, locked := range []bool{false, true} {
+		for _, k := range kinds() {
+			b.Run(fmt.Sprintf("kind=%v/locked=%v", k, locked), func(b *testing.B) { pingPong(b, k, locked) })
+		}
 	}
+}
+
+func pingPong(b *testing.B, k Kind, locked bool) {
+	var ea, eb Event
+	ea.Init(k)
+	eb.Init(k)
+	var sa, sb atomic.Uint32
+	sa.Store(parked)
+	done := make(chan struct{})
+	if locked {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	go func() {
+		if locked {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+		}
+		for i := 0; i < b.N; i++ {
+			for sa.Load() == parked {
+				ea.Wait(&sa, parked, 0)
+			}
+			sa.Store(parked)
+			sb.Store(running)
+			eb.Wake(&sb)
+		}
+		close(done)
+	}()
+	for i := 0; i < b.N; i++ {
+		sb.Store(parked)
+		sa.Store(running)
+		ea.Wake(&sa)
+		for sb.Load() == parked {
+			eb.Wait(&sb, parked, 0)
+		}
+	}
+	<-done
 }

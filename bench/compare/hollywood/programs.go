@@ -554,3 +554,90 @@ func Churn(e *actor.Engine, sz bench.ChurnSize) bench.ChurnResult {
 	r.Messages = sz.Clients - sz.Spots + r.Arrivals + r.Ops + 2*sz.Spots
 	return r
 }
+
+// ---- counting --------------------------------------------------------------
+
+type countingActor struct {
+	stopper
+	n int
+}
+
+type countingInc struct{ _ int }
+type countingGet struct{ _ int }
+
+func (a *countingActor) Receive(ctx *actor.Context) {
+	switch ctx.Message().(type) {
+	case *countingInc:
+		a.n++
+	case *countingGet:
+		ctx.Respond(a.n)
+		ctx.Engine().Poison(ctx.PID())
+	case actor.Stopped:
+		a.stopped()
+	}
+}
+
+// Counting sends n increments (one preallocated message) from outside the
+// engine to a counter actor, then requests the total, which it returns.
+func Counting(e *actor.Engine, n int) int {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	pid := spawn(e, &countingActor{stopper: stopper{&wg}})
+	inc := &countingInc{}
+	for i := 0; i < n; i++ {
+		e.Send(pid, inc)
+	}
+	res, err := e.Request(pid, &countingGet{}, time.Minute).Result()
+	wg.Wait()
+	if err != nil {
+		return -1
+	}
+	return res.(int)
+}
+
+// ---- fork-join throughput --------------------------------------------------
+
+type forkJoinActor struct {
+	stopper
+	left, recs int
+}
+
+type forkJoinMsg struct{ _ int }
+
+func (a *forkJoinActor) Receive(ctx *actor.Context) {
+	switch ctx.Message().(type) {
+	case *forkJoinMsg:
+		bench.ForkJoinWork()
+		a.recs++
+		if a.left--; a.left == 0 {
+			ctx.Engine().Poison(ctx.PID())
+		}
+	case actor.Stopped:
+		a.stopped()
+	}
+}
+
+// ForkJoin sends round-robin from outside the engine to sz.Actors actors,
+// sz.Messages each (see bench.ForkJoin); it returns the receives.
+func ForkJoin(e *actor.Engine, sz bench.ForkJoinSize) int {
+	var wg sync.WaitGroup
+	wg.Add(sz.Actors)
+	actors := make([]forkJoinActor, sz.Actors)
+	pids := make([]*actor.PID, sz.Actors)
+	for i := range actors {
+		actors[i] = forkJoinActor{stopper: stopper{&wg}, left: sz.Messages}
+		pids[i] = spawn(e, &actors[i])
+	}
+	m := &forkJoinMsg{}
+	for k := 0; k < sz.Messages; k++ {
+		for _, pid := range pids {
+			e.Send(pid, m)
+		}
+	}
+	wg.Wait()
+	recs := 0
+	for i := range actors {
+		recs += actors[i].recs
+	}
+	return recs
+}

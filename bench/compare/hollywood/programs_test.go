@@ -62,3 +62,13 @@ func newEngine(t *testing.T) *actor.Engine {
 	require.NoError(t, err)
 	return e
 }
+
+func TestCountingAndForkJoin(t *testing.T) {
+	e, err := NewEngine()
+	require.NoError(t, err)
+	require.Equal(t, 10_000, Counting(e, 10_000))
+	fj := bench.ForkJoinSize{Actors: 7, Messages: 300}
+	require.Equal(t, fj.Total(), ForkJoin(e, fj))
+	require.Equal(t, 1001, Cycle(e, bench.PingPongSize(1001)))
+	require.Equal(t, 1000, Cycle(e, bench.TokenRingSize(1000)))
+}

@@ -565,3 +565,93 @@ func Churn(sys *actor.ActorSystem, sz bench.ChurnSize) bench.ChurnResult {
 	r.Messages = sz.Clients - sz.Spots + r.Arrivals + r.Ops + 2*sz.Spots
 	return r
 }
+
+// ---- counting --------------------------------------------------------------
+
+type countingActor struct {
+	stopper
+	n int
+}
+
+type countingInc struct{ _ int }
+type countingGet struct{ _ int }
+
+func (a *countingActor) Receive(ctx actor.Context) {
+	switch ctx.Message().(type) {
+	case *countingInc:
+		a.n++
+	case *countingGet:
+		ctx.Respond(a.n)
+		ctx.Stop(ctx.Self())
+	case *actor.Stopped:
+		a.stopped()
+	}
+}
+
+// Counting sends n increments (one preallocated message) from the root
+// context to a counter actor, then asks it for the total (a future), which
+// it returns.
+func Counting(sys *actor.ActorSystem, n int) int {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	pid := spawn(sys, &countingActor{stopper: stopper{&wg}})
+	inc := &countingInc{}
+	for i := 0; i < n; i++ {
+		sys.Root.Send(pid, inc)
+	}
+	res, err := sys.Root.RequestFuture(pid, &countingGet{}, time.Minute).Result()
+	wg.Wait()
+	sys.Shutdown()
+	if err != nil {
+		return -1
+	}
+	return res.(int)
+}
+
+// ---- fork-join throughput --------------------------------------------------
+
+type forkJoinActor struct {
+	stopper
+	left, recs int
+}
+
+type forkJoinMsg struct{ _ int }
+
+func (a *forkJoinActor) Receive(ctx actor.Context) {
+	switch ctx.Message().(type) {
+	case *forkJoinMsg:
+		bench.ForkJoinWork()
+		a.recs++
+		if a.left--; a.left == 0 {
+			ctx.Stop(ctx.Self())
+		}
+	case *actor.Stopped:
+		a.stopped()
+	}
+}
+
+// ForkJoin sends round-robin from the root context to sz.Actors actors,
+// sz.Messages each (see bench.ForkJoin); it returns the receives.
+func ForkJoin(sys *actor.ActorSystem, sz bench.ForkJoinSize) int {
+	var wg sync.WaitGroup
+	wg.Add(sz.Actors)
+	actors := make([]forkJoinActor, sz.Actors)
+	pids := make([]*actor.PID, sz.Actors)
+	for i := range actors {
+		actors[i] = forkJoinActor{stopper: stopper{&wg}, left: sz.Messages}
+		pids[i] = spawn(sys, &actors[i])
+	}
+	m := &forkJoinMsg{}
+	for k := 0; k < sz.Messages; k++ {
+		for _, pid := range pids {
+			sys.Root.Send(pid, m)
+		}
+	}
+	wg.Wait()
+	sys.Shutdown()
+	recs := 0
+	for i := range actors {
+		recs += actors[i].recs
+	}
+	return recs
+}

@@ -54,3 +54,11 @@ func TestChurn(t *testing.T) {
 		require.Equal(t, arrays, r.Arrays, "%+v", sz)
 	}
 }
+
+func TestCountingAndForkJoin(t *testing.T) {
+	require.Equal(t, 10_000, Counting(NewSystem(), 10_000))
+	fj := bench.ForkJoinSize{Actors: 7, Messages: 300}
+	require.Equal(t, fj.Total(), ForkJoin(NewSystem(), fj))
+	require.Equal(t, 1001, Cycle(NewSystem(), bench.PingPongSize(1001)))
+	require.Equal(t, 1000, Cycle(NewSystem(), bench.TokenRingSize(1000)))
+}

@@ -234,12 +234,42 @@ func speedupTargets(st map[point]*stat, name, program, other string, minSpeedup 
 	return ts
 }
 
+// rssTargets checks, at each worker count actord ran with, that actord's
+// median peak RSS is at most maxRatio times other's.
+func rssTargets(st map[point]*stat, name, program, other string, maxRatio float64) []target {
+	var ts []target
+	for _, w := range workersOf(st, program, compare.Actord) {
+		a, o := st[point{program, compare.Actord, w}], st[point{program, other, w}]
+		if a == nil || o == nil {
+			ts = append(ts, target{name, strconv.Itoa(w), "", notMeasured})
+			continue
+		}
+		r := a.rssMed / o.rssMed
+		ts = append(ts, target{name, strconv.Itoa(w),
+			fmt.Sprintf("actord %.1f MiB, %s %.1f MiB: %.2fx (target %.2gx)", a.rssMed/(1<<20), other, o.rssMed/(1<<20), r, maxRatio),
+			verdict(r <= maxRatio)})
+	}
+	if len(ts) == 0 {
+		ts = append(ts, target{name, "-", "", notMeasured})
+	}
+	return ts
+}
+
 func targets(st map[point]*stat) []target {
 	var ts []target
 	ts = append(ts, speedupTargets(st, "static send: at most 0.5x goroutine+channel (time per message)", "static", compare.Chan, 2, 0)...)
 	ts = append(ts, speedupTargets(st, "static send: at least 3x faster than protoactor-go", "static", compare.ProtoActor, 3, 0)...)
 	ts = append(ts, speedupTargets(st, "executor: at least 2x faster than goroutine+channel on 2 workers", "executor", compare.Chan, 2, 2)...)
 	ts = append(ts, speedupTargets(st, "executor: at least 5x faster than protoactor-go on 2 workers", "executor", compare.ProtoActor, 5, 2)...)
+	// Issue 14: sends from outside the system.
+	ts = append(ts, speedupTargets(st, "counting: at most 1.0x goroutine+channel (time)", "counting", compare.Chan, 1, 0)...)
+	ts = append(ts, rssTargets(st, "counting: peak RSS at most 2x the goroutine+channel program's", "counting", compare.Chan, 2)...)
+	ts = append(ts, speedupTargets(st, "fork-join: at most 1.0x goroutine+channel (time)", "fork-join", compare.Chan, 1, 0)...)
+	// Issue 12: cross-worker handoff.
+	ts = append(ts, speedupTargets(st, "ping-pong: at least 2x faster than goroutines on 2 workers", "ping-pong", compare.Chan, 2, 2)...)
+	ts = append(ts, speedupTargets(st, "token ring: at least 2x faster than goroutines on 2 workers", "token-ring", compare.Chan, 2, 2)...)
+	ts = append(ts, speedupTargets(st, "churn: at least 1.5x goroutines on 2 workers", "churn", compare.Chan, 1.5, 2)...)
+	ts = append(ts, speedupTargets(st, "busy cycle: at least 2x goroutines on 2 workers", "cycle", compare.Chan, 2, 2)...)
 	// Matrix: within 5% of the best peer.
 	name := "matrix: within 5% of the best peer (compute-bound)"
 	mws := workersOf(st, "matrix", compare.Actord)
@@ -331,7 +361,7 @@ func summary(info runInfo, recs []Record, st map[point]*stat, plots map[string]b
 	p("Each figure is the median of the runs; plots show min and max as error bars. ")
 	p("\"x best\" is how many times worse than the best system at the same worker count (1.00 = best).\n\n")
 
-	p("## Targets (issue 6; medians of this run)\n\n| target | workers | measured | status |\n| --- | --- | --- | --- |\n")
+	p("## Targets (issues 6, 12 and 14; medians of this run)\n\n| target | workers | measured | status |\n| --- | --- | --- | --- |\n")
 	for _, t := range targets(st) {
 		p("| %s | %s | %s | %s |\n", t.name, t.workers, t.measured, t.status)
 	}

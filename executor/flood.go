@@ -1,0 +1,77 @@
+package executor
+
+import (
+	"runtime"
+	"time"
+)
+
+// Floods from outside the system.
+//
+// A goroutine that is not a worker can push into a mailbox for as long as
+// it keeps its processor: with one processor the worker does not even run
+// until the producer's time slice ends, and the mailbox's copy queue grows
+// by doubling to whatever the producer pushed meanwhile (hundreds of
+// thousands of envelopes), costing the copies of every growth,
+// garbage-collector work on arrays far larger than any cache, and memory the
+// queue keeps until it is reclaimed. A channel bounds the same flood by
+// blocking the producer when its buffer is full.
+//
+// actord does not block a sender, but a sender outside the system that
+// finds, after its push, that the mailbox holds a multiple of floodLimit
+// envelopes (at least floodLimit) yields its processor (runtime.Gosched)
+// until a worker has gulped the mailbox, the mailbox is closed, or
+// floodWait has passed, whichever comes first. On one processor the yield
+// hands the processor to the woken worker, which takes the whole backlog;
+// on more, the producer waits for the worker's current batch to end. The
+// wait is bounded, so a worker stuck in a long behaviour delays such a
+// producer by at most floodWait per floodLimit envelopes; the queue then
+// grows as before. Workers (behaviours) never wait here: a worker that
+// yields to a worker could deadlock, and a behaviour's sends must not
+// depend on other actors' progress.
+//
+// Every goroutine that is not a worker counts as outside the system here,
+// the executor's own included: the timer goroutine, firing into a mailbox
+// that reaches a flood point, yields as well (holding the timers' mutex, so
+// that setters may wait up to floodWait once per floodLimit envelopes).
+//
+// The check costs a send one load of the mailbox word it has just
+// published (normally still in its cache) and a comparison; the test for
+// "am I a worker?" (runningWorker) is made only at a flood point. It is a
+// policy, not a bound: several producers may each pass the check points.
+
+const (
+	// floodLimit is the queue length (envelopes) at which an outside
+	// producer yields, and every multiple of it; a power of two. 4096
+	// envelopes are 160 KiB: the mailbox's buffer and the worker's stay in
+	// a core's second-level cache.
+	floodLimit = 4096
+	// floodWait bounds one yield: the longest an outside producer waits
+	// for a worker to gulp the mailbox it floods.
+	floodWait = time.Millisecond
+)
+
+// floodYield is called by a sender (notify) whose push made mb a flood
+// point, w being the word it saw. Unless the caller is a worker, it yields
+// until mb's gulp sequence moves on from the one in w (a gulp, or a re-take
+// by the worker draining it), mb is closed, or floodWait has passed.
+func floodYield(mb *mailbox, w uint64) {
+	if runningWorker() != nil {
+		return // a behaviour: never waits
+	}
+	seq := w & wordSeqMask
+	var start time.Time
+	for i := 0; ; i++ {
+		runtime.Gosched()
+		now := mb.word.Load()
+		if now&wordSeqMask != seq || now&wordClosed != 0 {
+			return
+		}
+		if i&15 == 15 {
+			if start.IsZero() {
+				start = time.Now()
+			} else if time.Since(start) >= floodWait {
+				return
+			}
+		}
+	}
+}

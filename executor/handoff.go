@@ -1,0 +1,113 @@
+package executor
+
+// Handoff: keeping the work with the awake worker.
+//
+// When a behaviour sends to a mailbox whose owner is parked, the sender's
+// half of the wake-up protocol (P4 in park.go) would wake the owner. Waking
+// a worker means waking its OS thread, which costs far more than the
+// message (BENCHMARKS.md, issue 12); and in a chain of messages
+// between actors on different workers (a ping-pong, a token ring, a
+// pipeline at a low rate) every hop would pay it, each worker going back to
+// sleep before the next hop reaches it.
+//
+// Instead, a worker whose behaviour sends to a mailbox of a parked worker
+// while its own batch holds no further envelope (the sending behaviour is
+// the last of its batch: the worker is about to have nothing to do) keeps
+// the mailbox in its handoff slot and does not wake the owner. When the
+// visit that ran the behaviour ends (see processCurrent and afterVisit), the
+// worker resolves the slot:
+//
+//   - if it has nothing else to do (none of its own mailboxes waits) it
+//     gulps the handed-off mailbox itself and runs its batch, as if it had
+//     stolen it for one visit (the mailbox stays in its owner's slots; the
+//     processing bit keeps it on one worker at a time, as for any gulp);
+//   - otherwise it wakes the mailbox's owner (P2-P4 of park.go), as the
+//     sender would have: with work of its own waiting, the owner's thread
+//     is worth waking, so that both run.
+//
+// No wake-up is lost: the sender's obligation to wake the owner passes to
+// the worker holding the slot, which is running and resolves the slot
+// before it parks or exits (park resolves a slot left set, see park). When
+// the worker gulps the mailbox itself, messages pushed after its gulp have
+// their own senders' notify, and messages its release leaves behind are
+// handed to the owner by the releaser's wake-up (processCurrent). When it
+// wakes the owner instead, it loads the owner afresh (a thief may have
+// taken the mailbox meanwhile: then the thief, which is running, serves it).
+//
+// The price: a message handed off waits for the rest of the behaviour that
+// sent it and for the release of its batch, instead of running at once on
+// the woken worker. A behaviour that sends and then runs for long (or
+// blocks, even waiting for the answer to that very message) delays it until
+// the watcher (park.go) sees its worker stuck and wakes a sleeper, which
+// finds the message in its own mailbox: so there is no handoff without a
+// watcher (stealing off, or a negative ParkTimeout). Sends from goroutines
+// outside the system never hand off: nobody would resolve the slot.
+
+// handOff is called by a sender (notify) whose push found mb's owner o
+// parked. If the caller is a worker of e that has nothing queued after the
+// running behaviour and no mailbox in its handoff slot, mb goes into the
+// slot and handOff reports true: the caller does not wake o. Otherwise it
+// reports false, and the caller wakes o.
+func (e *Executor) handOff(mb *mailbox) bool {
+	if e.watchKick == nil {
+		return false // no watcher to rescue a slot held by a stuck behaviour
+	}
+	w := e.current()
+	if w == nil || w.handoff != nil || w.buf.Len() != 0 {
+		return false
+	}
+	w.handoff = mb
+	return true
+}
+
+// afterVisit resolves the worker's handoff slot after a mailbox visit
+// (processCurrent) ended with the mailbox released: it serves handed-off
+// mailboxes while it has nothing else to do (see above). Called by the
+// worker's goroutine only.
+func (w *worker) afterVisit() {
+	for w.handoff != nil {
+		mb := w.handoff
+		w.handoff = nil
+		if w.e.shutdown.Load() || w.hasWork() {
+			w.wakeOwner(mb)
+			return
+		}
+		n, missed := mb.gulp(&w.buf)
+		if missed || n == 0 {
+			// Being processed by another worker (its release hands back
+			// what is left), or emptied already: nothing to do.
+			return
+		}
+		w.st.handoffs++
+		if mb.drainer.Load() != &w.batch {
+			mb.drainer.Store(&w.batch)
+		}
+		w.cur = mb
+		w.regulps = 0
+		w.gulped = n
+		w.processCurrent() // may fill the slot again: loop
+	}
+}
+
+// flushHandoff wakes the owner of the mailbox in the worker's handoff slot,
+// if any: the worker found more work of its own (a regulp) and will not be
+// idle soon. Called by the worker's goroutine only.
+func (w *worker) flushHandoff() {
+	if mb := w.handoff; mb != nil {
+		w.handoff = nil
+		w.wakeOwner(mb)
+	}
+}
+
+// wakeOwner is P2-P4 of the wake-up protocol for mb, made on behalf of the
+// sender that handed it off: the unlocking store of its push (P1) came
+// before, in this goroutine.
+func (w *worker) wakeOwner(mb *mailbox) {
+	e := w.e
+	if e.sleepers.Load() == 0 { // P2
+		return
+	}
+	if o := e.workers[mb.owner.Load()]; o != w { // P3
+		o.wake() // P4
+	}
+}

@@ -1,0 +1,136 @@
+package executor
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/actord/actord/internal/goid"
+	"github.com/actord/actord/stealing"
+)
+
+// handoffs sums the handoffs the workers served themselves.
+func handoffs(e *Executor) uint64 {
+	var n uint64
+	for _, w := range e.Stats().Workers {
+		n += w.handoffs
+	}
+	return n
+}
+
+// A chain of messages between actors on different workers stays on the
+// awake worker: with the other worker parked, the sender serves the
+// receiver's mailbox itself instead of waking it, and every message is
+// delivered once.
+func TestHandoffKeepsAChainOnTheAwakeWorker(t *testing.T) {
+	// Mailbox 0 belongs to worker 0, mailbox 1 to worker 1; one spin pass,
+	// so that the idle worker parks at once.
+	e, err := Start(Config{Workers: 2, Queues: 2, SpinPasses: 1})
+	require.NoError(t, err)
+	const hops = 2000
+	var a, b *probe
+	m := &probeMsg{}
+	pass := func(to *probe) func(*probe) Allocation {
+		return func(p *probe) Allocation {
+			p.calls++
+			if p.calls+to.calls < hops {
+				require.NoError(t, Send(&to.cell, to, m, probeBehaviour))
+			}
+			if p.calls+to.calls >= hops-1 {
+				return Finished
+			}
+			return Nodelete
+		}
+	}
+	a, b = &probe{}, &probe{}
+	a.fn, b.fn = pass(b), pass(a)
+	a.spawn(t, e) // ticket 0: mailbox 0
+	b.spawn(t, e) // ticket 1: mailbox 1
+	a.send(t, m)
+	require.NoError(t, e.Stop(context.Background()))
+	assert.Equal(t, hops, a.calls+b.calls)
+	if goid.Supported {
+		assert.Positive(t, handoffs(e), "no handoff: every hop woke the other worker")
+	}
+}
+
+// A behaviour that hands a message off and then blocks until that very
+// message has been received does not hang: the watcher sees its worker
+// stuck and wakes the sleeping owner, which finds the message.
+func TestHandoffSenderBlocksUntilReceived(t *testing.T) {
+	e, err := Start(Config{Workers: 2, Queues: 2, SpinPasses: 1, ParkTimeout: time.Millisecond})
+	require.NoError(t, err)
+	received := make(chan struct{})
+	b := &probe{fn: func(*probe) Allocation { close(received); return Finished }}
+	a := &probe{fn: func(*probe) Allocation {
+		require.NoError(t, Send(&b.cell, b, &probeMsg{}, probeBehaviour))
+		<-received // blocks its worker: only the owner of b's mailbox can run b
+		return Finished
+	}}
+	a.spawn(t, e)                // mailbox 0, worker 0
+	b.spawn(t, e)                // mailbox 1, worker 1
+	for e.sleepers.Load() != 2 { // let both workers park
+		time.Sleep(100 * time.Microsecond)
+	}
+	a.send(t, &probeMsg{})
+	require.NoError(t, e.Stop(context.Background()))
+	if goid.Supported {
+		// The sender handed the message off instead of waking worker 1:
+		// the watcher did.
+		assert.Positive(t, e.Stats().Workers[1].WakeupsByTimeout)
+	}
+}
+
+// Without a watcher (stealing off) nothing could rescue a slot held by a
+// blocked behaviour, so senders always wake the owner: the same program
+// completes, and no handoff is served.
+func TestNoHandoffWithoutWatcher(t *testing.T) {
+	e, err := Start(Config{Workers: 2, Queues: 2, SpinPasses: 1, Steal: stealing.None})
+	require.NoError(t, err)
+	require.Nil(t, e.watchKick)
+	received := make(chan struct{})
+	b := &probe{fn: func(*probe) Allocation { close(received); return Finished }}
+	a := &probe{fn: func(*probe) Allocation {
+		require.NoError(t, Send(&b.cell, b, &probeMsg{}, probeBehaviour))
+		<-received
+		return Finished
+	}}
+	a.spawn(t, e)
+	b.spawn(t, e)
+	for e.sleepers.Load() != 2 {
+		time.Sleep(100 * time.Microsecond)
+	}
+	a.send(t, &probeMsg{})
+	require.NoError(t, e.Stop(context.Background()))
+	assert.Zero(t, handoffs(e))
+}
+
+// Workers parked with ParkTwoPhase are woken in either phase (in the futex,
+// or on the channel after it): sends spaced shorter and longer than
+// event.TwoPhaseFutex are all delivered, and a chain between two workers
+// completes.
+func TestParkTwoPhaseDelivers(t *testing.T) {
+	e, err := Start(Config{Workers: 2, Queues: 2, SpinPasses: 1, Park: ParkTwoPhase})
+	require.NoError(t, err)
+	const n = 60
+	p := &probe{fn: func(p *probe) Allocation {
+		if p.calls++; p.calls == n {
+			return Finished
+		}
+		return Nodelete
+	}}
+	p.spawn(t, e)
+	for i := 0; i < n; i++ {
+		if i%2 == 0 {
+			time.Sleep(10 * time.Microsecond)
+		} else {
+			time.Sleep(time.Millisecond)
+		}
+		p.send(t, &probeMsg{})
+	}
+	require.NoError(t, e.Stop(context.Background()))
+	assert.Equal(t, n, p.calls)
+}

@@ -35,9 +35,13 @@
 // An actor's behaviours never run concurrently with each other, so an actor's
 // fields need no locking; different actors run in parallel on the workers.
 // Messages sent by one sender to one actor are received in the order they
-// were sent. Send never blocks and, once the queues have grown to their
-// working size, never allocates. Sends work from any goroutine: from
-// behaviours and from outside the system.
+// were sent. Send never waits for another actor and, once the queues have
+// grown to their working size, never allocates. Sends work from any
+// goroutine: from behaviours and from outside the system. A goroutine
+// outside the system that floods one queue faster than the workers drain
+// it yields its processor at every 4096 queued messages until a worker has
+// taken them (at most a millisecond each time), which keeps such a queue,
+// and memory, from growing without limit; behaviours never yield there.
 //
 // # Systems
 //

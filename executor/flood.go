@@ -29,10 +29,8 @@ import (
 // yields to a worker could deadlock, and a behaviour's sends must not
 // depend on other actors' progress.
 //
-// Every goroutine that is not a worker counts as outside the system here,
-// the executor's own included: the timer goroutine, firing into a mailbox
-// that reaches a flood point, yields as well (holding the timers' mutex, so
-// that setters may wait up to floodWait once per floodLimit envelopes).
+// The executor's timer goroutine never waits here either: it fires holding
+// the timers' mutex, which behaviours take to set timers.
 //
 // The check costs a send one load of the mailbox word it has just
 // published (normally still in its cache) and a comparison; the test for
@@ -57,6 +55,9 @@ const (
 func floodYield(mb *mailbox, w uint64) {
 	if runningWorker() != nil {
 		return // a behaviour: never waits
+	}
+	if e := mb.exec; e != nil && e.timers.runner.Load() == selfID() {
+		return // the timer goroutine, holding the timers' mutex
 	}
 	seq := w & wordSeqMask
 	var start time.Time

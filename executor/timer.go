@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/actord/actord/internal/event"
+	"github.com/actord/actord/internal/goid"
 )
 
 // Timers.
@@ -137,6 +138,9 @@ func (r *chunkRef) hasRoom() bool { return r.p == nil || r.free >= 0 || r.used <
 
 // timers is an executor's timer set (see the top of this file).
 type timers struct {
+	// runner is the timer goroutine's identity (goid.Get where supported,
+	// else goid.Slow), stored by it when it starts, read by floodYield.
+	runner atomic.Uint64
 	// mu guards every field from here to the counters. Taken by add,
 	// Timer.Stop, the timer goroutine while it fires, and close.
 	mu sync.Mutex
@@ -407,6 +411,7 @@ func (ts *timers) wakeUp() {
 // wake-up from add, or quit.
 func (ts *timers) run(e *Executor, wake, quit <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
+	ts.runner.Store(selfID())
 	tm := time.NewTimer(time.Hour)
 	defer tm.Stop()
 	tm.Stop()
@@ -685,4 +690,13 @@ func (ts *timers) roomChunk() int {
 	}
 	ts.roomLow = len(ts.hasRoom)
 	return len(ts.chunks)
+}
+
+// selfID returns the calling goroutine's identity: goid.Get where it is
+// supported, else goid.Slow (the same on every call from one goroutine).
+func selfID() uint64 {
+	if goid.Supported {
+		return uint64(goid.Get())
+	}
+	return goid.Slow()
 }

@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"fmt"
+	"math"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -1104,11 +1105,11 @@ func (p Port[M]) SendContext(ctx context.Context, msg M) error {
 	if p.cell == nil {
 		return ErrNotSpawned
 	}
-	return sendCtx(ctx, p.cell, uintptr(p.coff), 1<<32, p.want, p.fn, msg)
+	return sendCtx(ctx, p.cell, uintptr(p.coff), math.MaxUint32, p.want, p.fn, msg)
 }
 
 func sendCtx(ctx context.Context, c *Cell, off, size uintptr, want uint32, fn unsafe.Pointer, msg any) error {
-	if off >= size || off > 1<<32-1 {
+	if off >= size || off > math.MaxUint32 {
 		panic("executor: SendContext: the cell is not inside the actor")
 	}
 	st := c.state.Load()

@@ -108,11 +108,19 @@ func Spawn[T any, A Ref[T]](sys *System, a A, opts ...SpawnOption) (A, error) {
 	if len(opts) == 0 {
 		return a, executor.Spawn(sys.e, a.actorCell(), a)
 	}
+	return a, spawnWith(sys, a, opts)
+}
+
+// spawnWith is Spawn with options, out of line so that Spawn without them
+// stays small.
+//
+//go:noinline
+func spawnWith[T any, A Ref[T]](sys *System, a A, opts []SpawnOption) error {
 	var o executor.SpawnOptions
 	for _, opt := range opts {
 		opt.applySpawn(&o)
 	}
-	return a, executor.SpawnWith(sys.e, a.actorCell(), a, o)
+	return executor.SpawnWith(sys.e, a.actorCell(), a, o)
 }
 
 // Send queues msg for the actor to and returns at once; the executor later

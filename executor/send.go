@@ -73,7 +73,7 @@ func (e *Executor) spawn(c *Cell, obj any, o *SpawnOptions) error {
 	}
 	c.mb.Store(mb)
 	c.obj = obj
-	x := newExt(obj, o, next)
+	x := newExt(obj, o, next, w)
 	if c.ext.Load() != x { // a store only if it changes: most actors have none
 		c.ext.Store(x)
 	}

@@ -137,7 +137,7 @@ func (w *worker) terminate(c *Cell, alive uint32, st Allocation) {
 	// the first swap, which then tells us to finish its watch.
 	if destroyer == nil && releaser == nil {
 		if old := c.state.Swap(inc | cellDead); old&cellPlain == 0 { // no hook: nothing can panic here
-			w.e.watchedLate(c, inc, ReasonNormal, nil)
+			w.e.watchedLate(c, obj, inc, ReasonNormal, nil)
 		}
 		w.e.actorGone()
 		return
@@ -152,7 +152,7 @@ func (w *worker) terminate(c *Cell, alive uint32, st Allocation) {
 		watched = c.state.Swap(inc|cellDead)&cellPlain == 0
 	}
 	if watched {
-		w.e.watchedLate(c, inc, ReasonNormal, nil)
+		w.e.watchedLate(c, obj, inc, ReasonNormal, nil)
 	}
 	if releaser != nil {
 		releaser.Release()
@@ -207,7 +207,7 @@ func (w *worker) recovered(r any, goexit bool) {
 			inc := incOf(env.want)
 			w.st.ActorsTerminated++
 			if old := c.state.Swap(inc | cellDead | reasonPanic<<cellReasonShift); old&cellPlain == 0 {
-				w.e.watchedLate(c, inc, ReasonPanic, pe)
+				w.e.watchedLate(c, obj, inc, ReasonPanic, pe)
 			}
 			w.e.actorGone()
 		}

@@ -281,7 +281,11 @@ func SpawnWith[T any, A interface{ *T }](e *Executor, c *Cell, a A, o SpawnOptio
 // cellExt is an incarnation's extension.
 type cellExt struct {
 	inc uint32 // the incarnation bits it belongs to; immutable
-	obj any    // the actor; immutable
+	// obj is the actor: set by Spawn (immutable); for an extension that
+	// Watch installed on a plain actor, nil until finish sets it, under
+	// mu, from the terminating worker's copy (Watch never reads Cell.obj,
+	// which a re-spawn may be writing).
+	obj any
 
 	// Immutable after spawn.
 	dir         Directive
@@ -911,7 +915,7 @@ func (w *worker) terminateExt(c *Cell, x *cellExt, alive uint32, st Allocation, 
 	if reason != reasonNormal && x.lastPanic != nil {
 		err = x.lastPanic
 	}
-	w.e.sup.notices.Add(uint64(x.finish(reasonOf(reason), err)))
+	w.e.sup.notices.Add(uint64(x.finish(obj, reasonOf(reason), err)))
 	w.e.unextended(c, x)
 	if r, ok := obj.(Releaser); ok && st == Delete {
 		if rv, ok := safeCall(r.Release); !ok {
@@ -921,12 +925,12 @@ func (w *worker) terminateExt(c *Cell, x *cellExt, alive uint32, st Allocation, 
 	w.e.actorGone()
 }
 
-// watchedLate finishes the watches of a plain incarnation (inc) that a
-// Watch extended while it was terminating: the terminating worker saw
-// plain clear in the word it swapped out.
-func (e *Executor) watchedLate(c *Cell, inc uint32, r Reason, err error) {
+// watchedLate finishes the watches of a plain incarnation (inc) of obj
+// that a Watch extended while it was terminating: the terminating worker
+// saw plain clear in the word it swapped out.
+func (e *Executor) watchedLate(c *Cell, obj any, inc uint32, r Reason, err error) {
 	if x := c.ext.Load(); x != nil && x.inc == inc {
-		e.sup.notices.Add(uint64(x.finish(r, err)))
+		e.sup.notices.Add(uint64(x.finish(obj, r, err)))
 		e.unextended(c, x)
 	}
 }
@@ -944,21 +948,21 @@ type chanWatcher chan *Terminated
 
 func (ch chanWatcher) notify(t *Terminated) bool { ch <- t; return true } // buffered (1), one notice per watch: never blocks
 
-// finish records the termination and notifies every watcher, once; it
-// returns the number of notices delivered.
-func (x *cellExt) finish(r Reason, err error) int {
+// finish records the termination of obj and notifies every watcher, once;
+// it returns the number of notices delivered.
+func (x *cellExt) finish(obj any, r Reason, err error) int {
 	x.mu.Lock()
 	if x.done {
 		x.mu.Unlock()
 		return 0
 	}
-	x.done, x.reason, x.err = true, r, err
+	x.done, x.reason, x.err, x.obj = true, r, err, obj
 	ws := x.watchers
 	x.watchers = nil
 	x.mu.Unlock()
 	n := 0
 	for _, wt := range ws {
-		if wt.notify(&Terminated{Actor: x.obj, Reason: r, Err: err}) {
+		if wt.notify(&Terminated{Actor: obj, Reason: r, Err: err}) {
 			n++
 		}
 	}
@@ -1010,7 +1014,7 @@ func watch(c *Cell, want uint32, wt watcher) {
 		}
 		x := c.ext.Load()
 		if x == nil || x.inc != incOf(want) {
-			nx := &cellExt{inc: incOf(want), obj: c.obj, started: true}
+			nx := &cellExt{inc: incOf(want), started: true}
 			if !c.ext.CompareAndSwap(x, nx) {
 				continue
 			}
@@ -1018,9 +1022,9 @@ func watch(c *Cell, want uint32, wt watcher) {
 		}
 		x.mu.Lock()
 		if x.done {
-			r, err := x.reason, x.err
+			r, err, obj := x.reason, x.err, x.obj
 			x.mu.Unlock()
-			if wt.notify(&Terminated{Actor: x.obj, Reason: r, Err: err}) {
+			if wt.notify(&Terminated{Actor: obj, Reason: r, Err: err}) {
 				e.sup.notices.Add(1)
 			}
 			return
@@ -1061,10 +1065,9 @@ func watchGone(c *Cell, want, s uint32, wt watcher) {
 	if incOf(s) == incOf(want) && (s&cellKindMask == cellEnding || s&cellKindMask == cellDead) {
 		t.Reason = reasonOf(s & cellReasonMask >> cellReasonShift)
 		if x := c.ext.Load(); x != nil && x.inc == incOf(want) {
-			t.Actor = x.obj
 			x.mu.Lock()
 			if x.done {
-				t.Err = x.err
+				t.Actor, t.Err = x.obj, x.err
 			}
 			x.mu.Unlock()
 		}
@@ -1104,7 +1107,11 @@ func (e *Executor) stopExts(hooks bool) int64 {
 			}
 			q.mu.Unlock()
 		}
-		e.sup.notices.Add(uint64(x.finish(ReasonStopped, ErrStopped)))
+		obj := x.obj
+		if obj == nil && hooks {
+			obj = c.obj // every worker has exited: nothing writes it now
+		}
+		e.sup.notices.Add(uint64(x.finish(obj, ReasonStopped, ErrStopped)))
 	}
 	return left
 }

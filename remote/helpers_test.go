@@ -61,6 +61,24 @@ func stopSystem(t testing.TB, sys *actor.System) {
 	}
 }
 
+// twoNodes starts two systems and connects node "a" on the first and "b"
+// (with bOpts) on the second.
+func twoNodes(t testing.TB, url string, bOpts ...remote.Option) (sysA, sysB *actor.System, a, b *remote.Node) {
+	t.Helper()
+	sysA, sysB = startSystem(t), startSystem(t)
+	return sysA, sysB, connect(t, sysA, url, "a"), connect(t, sysB, url, "b", bOpts...)
+}
+
+// closeAndStop closes the nodes, then stops both systems.
+func closeAndStop(t testing.TB, sysA, sysB *actor.System, nodes ...*remote.Node) {
+	t.Helper()
+	for _, n := range nodes {
+		n.Close()
+	}
+	stopSystem(t, sysA)
+	stopSystem(t, sysB)
+}
+
 func connect(t testing.TB, sys *actor.System, url, name string, opts ...remote.Option) *remote.Node {
 	t.Helper()
 	opts = append([]remote.Option{remote.WithLogger(quiet), remote.WithProbeInterval(20 * time.Millisecond)}, opts...)

@@ -18,9 +18,7 @@ import (
 
 func TestRoundTripTwoSystems(t *testing.T) {
 	url := startNATS(t, 0)
-	sysA, sysB := startSystem(t), startSystem(t)
-	a := connect(t, sysA, url, "a")
-	b := connect(t, sysB, url, "b")
+	sysA, sysB, a, b := twoNodes(t, url)
 	store := serveStore(t, sysB, b)
 	c := importStore(t, a, "b")
 
@@ -47,10 +45,7 @@ func TestRoundTripTwoSystems(t *testing.T) {
 		t.Errorf("ask stats %+v", sa)
 	}
 	must(t, actor.SendPill(store, actor.FinishedMsg))
-	a.Close()
-	b.Close()
-	stopSystem(t, sysA)
-	stopSystem(t, sysB)
+	closeAndStop(t, sysA, sysB, a, b)
 }
 
 func TestJSONDoesNotEncodeMessageHeader(t *testing.T) {
@@ -105,9 +100,7 @@ type Other struct {
 
 func TestRefused(t *testing.T) {
 	url := startNATS(t, 0)
-	sysA, sysB := startSystem(t), startSystem(t)
-	a := connect(t, sysA, url, "a")
-	b := connect(t, sysB, url, "b")
+	sysA, sysB, a, b := twoNodes(t, url)
 	store := serveStore(t, sysB, b)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -186,9 +179,7 @@ func TestTooLarge(t *testing.T) {
 
 func TestNodeRestart(t *testing.T) {
 	url := startNATS(t, 0)
-	sysA, sysB := startSystem(t), startSystem(t)
-	a := connect(t, sysA, url, "a")
-	b := connect(t, sysB, url, "b")
+	sysA, sysB, a, b := twoNodes(t, url)
 	store := serveStore(t, sysB, b)
 	c := importStore(t, a, "b")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -234,9 +225,7 @@ func TestNodeRestart(t *testing.T) {
 
 func TestSlowConsumer(t *testing.T) {
 	url := startNATS(t, 0)
-	sysA, sysB := startSystem(t), startSystem(t)
-	a := connect(t, sysA, url, "a")
-	b := connect(t, sysB, url, "b")
+	sysA, sysB, a, b := twoNodes(t, url)
 	store := serveStore(t, sysB, b)
 	c := importStore(t, a, "b")
 
@@ -275,17 +264,12 @@ func TestSlowConsumer(t *testing.T) {
 		return err == nil && st.AsksTimedOut == 1 && st.LateReplies == 1
 	})
 	must(t, actor.SendPill(store, actor.FinishedMsg))
-	a.Close()
-	b.Close()
-	stopSystem(t, sysA)
-	stopSystem(t, sysB)
+	closeAndStop(t, sysA, sysB, a, b)
 }
 
 func TestConcurrentAskers(t *testing.T) {
 	url := startNATS(t, 0)
-	sysA, sysB := startSystem(t), startSystem(t)
-	a := connect(t, sysA, url, "a")
-	b := connect(t, sysB, url, "b")
+	sysA, sysB, a, b := twoNodes(t, url)
 	store := serveStore(t, sysB, b)
 	c := importStore(t, a, "b")
 
@@ -322,17 +306,12 @@ func TestConcurrentAskers(t *testing.T) {
 		t.Errorf("asks pending %d", s.AsksPending)
 	}
 	must(t, actor.SendPill(store, actor.FinishedMsg))
-	a.Close()
-	b.Close()
-	stopSystem(t, sysA)
-	stopSystem(t, sysB)
+	closeAndStop(t, sysA, sysB, a, b)
 }
 
 func TestCloseEndsAsksAndForwarders(t *testing.T) {
 	url := startNATS(t, 0)
-	sysA, sysB := startSystem(t), startSystem(t)
-	a := connect(t, sysA, url, "a")
-	b := connect(t, sysB, url, "b")
+	sysA, sysB, a, b := twoNodes(t, url)
 	store := serveStore(t, sysB, b)
 	c := importStore(t, a, "b")
 
@@ -467,9 +446,7 @@ func TestProtoCodec(t *testing.T) {
 // sends fail while it is down, and resume once it is back.
 func TestRestartMidStream(t *testing.T) {
 	url := startNATS(t, 0)
-	sysA, sysB := startSystem(t), startSystem(t)
-	a := connect(t, sysA, url, "a")
-	b := connect(t, sysB, url, "b")
+	sysA, sysB, a, b := twoNodes(t, url)
 	store := serveStore(t, sysB, b)
 	c := importStore(t, a, "b")
 
@@ -541,9 +518,7 @@ func (c slowCodec) Decode(b []byte) (*Add, error) {
 // nothing crashes, senders never block, and the node goes on serving.
 func TestSlowConsumerNode(t *testing.T) {
 	url := startNATS(t, 0)
-	sysA, sysB := startSystem(t), startSystem(t)
-	a := connect(t, sysA, url, "a")
-	b := connect(t, sysB, url, "b", remote.WithPendingLimits(4, -1))
+	sysA, sysB, a, b := twoNodes(t, url, remote.WithPendingLimits(4, -1))
 	store, err := actor.Spawn(sysB, &Store{})
 	must(t, err)
 	add, _ := actor.Bind(store, (*Store).OnAdd)
@@ -574,10 +549,7 @@ func TestSlowConsumerNode(t *testing.T) {
 	}
 	t.Logf("received %d of %d, %d frames dropped", tot.Count, n, b.Stats().Dropped)
 	must(t, actor.SendPill(store, actor.FinishedMsg))
-	a.Close()
-	b.Close()
-	stopSystem(t, sysA)
-	stopSystem(t, sysB)
+	closeAndStop(t, sysA, sysB, a, b)
 }
 
 // TestNATSOptionsPassThrough: credentials are NATS's, passed with WithNATS.
@@ -637,9 +609,7 @@ func (a *remoteAsker) onReply(m *actor.Reply[string]) actor.Allocation {
 
 func TestAskInBehaviourRefused(t *testing.T) {
 	url := startNATS(t, 0)
-	sysA, sysB := startSystem(t), startSystem(t)
-	a := connect(t, sysA, url, "a")
-	b := connect(t, sysB, url, "b")
+	sysA, sysB, a, b := twoNodes(t, url)
 	store := serveStore(t, sysB, b)
 	c := importStore(t, a, "b")
 
@@ -667,10 +637,7 @@ func TestAskInBehaviourRefused(t *testing.T) {
 	}
 	must(t, actor.SendPill(ra, actor.FinishedMsg))
 	must(t, actor.SendPill(store, actor.FinishedMsg))
-	a.Close()
-	b.Close()
-	stopSystem(t, sysA)
-	stopSystem(t, sysB)
+	closeAndStop(t, sysA, sysB, a, b)
 }
 
 // quitter ends without replying to a request.
@@ -680,9 +647,7 @@ func (*quitter) onEcho(*Echo) actor.Allocation { return actor.Finished }
 
 func TestServedAskErrorsKeepIdentity(t *testing.T) {
 	url := startNATS(t, 0)
-	sysA, sysB := startSystem(t), startSystem(t)
-	a := connect(t, sysA, url, "a")
-	b := connect(t, sysB, url, "b")
+	sysA, sysB, a, b := twoNodes(t, url)
 	q, err := actor.Spawn(sysB, &quitter{})
 	must(t, err)
 	echo, _ := actor.Bind(q, (*quitter).onEcho)
@@ -702,8 +667,5 @@ func TestServedAskErrorsKeepIdentity(t *testing.T) {
 	if st := b.Stats(); st.DeadLetters != 1 {
 		t.Errorf("dead letters %d, want 1 (the ask to the terminated actor)", st.DeadLetters)
 	}
-	a.Close()
-	b.Close()
-	stopSystem(t, sysA)
-	stopSystem(t, sysB)
+	closeAndStop(t, sysA, sysB, a, b)
 }

@@ -45,7 +45,12 @@ type ParkKind uint8
 
 // The park kinds. Their values match package internal/event's kinds.
 const (
-	// ParkDefault is ParkChannel.
+	// ParkDefault is a two-phase park (see ParkTwoPhase) in whose futex
+	// phase at most GOMAXPROCS-1 workers (GOMAXPROCS at Start) are at
+	// once; the others sleep on the channel at once. A worker in the
+	// futex keeps its processor, so at least one processor stays with
+	// the rest of the program; with a single processor, ParkDefault is
+	// ParkChannel.
 	ParkDefault ParkKind = ParkKind(event.Default)
 	// ParkFutex sleeps in futex(2) on the worker's state word (Linux
 	// only; elsewhere ParkChannel is used). A wake-up is one system call,
@@ -56,9 +61,12 @@ const (
 	// scheduler releases the sleeping worker's processor at once.
 	ParkChannel ParkKind = ParkKind(event.KindChan)
 	// ParkTwoPhase sleeps in futex(2) for at most event.TwoPhaseFutex
-	// (50 µs), then on the channel (Linux only; elsewhere ParkChannel): a
+	// (1 ms), then on the channel (Linux only; elsewhere ParkChannel): a
 	// worker woken soon after it parked is woken by one system call, and
-	// one that sleeps longer gives its processor back.
+	// one that sleeps longer gives its processor back. While every worker
+	// is in the futex phase and every processor is held by one, other
+	// goroutines of the program wait for the runtime to retake a
+	// processor, at most until the phase ends.
 	ParkTwoPhase ParkKind = ParkKind(event.KindTwoPhase)
 )
 
@@ -159,8 +167,8 @@ type Config struct {
 	// ParkTimeoutMax caps the doubling of the ParkTimeout interval. 0 means
 	// DefaultParkTimeoutMax (or ParkTimeout if that is larger).
 	ParkTimeoutMax time.Duration
-	// Park selects the sleep primitive of idle workers: ParkChannel (the
-	// default) or ParkFutex (Linux; elsewhere it falls back to ParkChannel).
+	// Park selects the sleep primitive of idle workers: ParkDefault,
+	// ParkTwoPhase, ParkChannel or ParkFutex (see ParkKind).
 	Park ParkKind
 	// NoStatistics turns statistics counting off on the workers' hot paths
 	// (creations, terminations and parking are still counted).

@@ -71,6 +71,14 @@ type Executor struct {
 	_        cpu.CacheLinePad
 	spinning atomic.Int32
 	_        cpu.CacheLinePad
+	// futexSlots counts the workers that may still enter the futex phase
+	// of a park (see park and worker.initPark): a parking worker takes a
+	// slot with an add of -1 (a result below zero means none was free;
+	// it adds 1 back at once and skips the phase) and gives it back with
+	// an add of +1 when the phase ends. The count thus bounds how many
+	// processors sleeping workers hold. Set before the workers start.
+	futexSlots atomic.Int32
+	_          cpu.CacheLinePad
 
 	// Request/reply counters (see ask.go): requests begun and ended by
 	// goroutines that are not workers (workers count theirs privately),
@@ -187,6 +195,7 @@ func Start(cfg Config) (*Executor, error) {
 		e.workers[i] = w
 		lo = hi
 	}
+	e.futexSlots.Store(futexSlots(cfg))
 	var ready sync.WaitGroup
 	ready.Add(cfg.Workers)
 	errs := make([]error, cfg.Workers)

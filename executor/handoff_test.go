@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/actord/actord/internal/event"
 	"github.com/actord/actord/internal/goid"
 	"github.com/actord/actord/stealing"
 )
@@ -127,7 +128,7 @@ func TestParkTwoPhaseDelivers(t *testing.T) {
 		if i%2 == 0 {
 			time.Sleep(10 * time.Microsecond)
 		} else {
-			time.Sleep(time.Millisecond)
+			time.Sleep(event.TwoPhaseFutex + time.Millisecond)
 		}
 		p.send(t, &probeMsg{})
 	}

@@ -48,7 +48,11 @@ import (
 // follows its CAS on a parked state, can never precede the matching
 // increment: sleepers never undercounts the parked workers, which would let
 // a sender skip P3 while another worker sleeps. The event itself never
-// loses a signal given after S2 (see package internal/event).
+// loses a signal given after S2 (see package internal/event): with the
+// two-phase park, S4 sleeps first in the futex (if a futex slot is free,
+// see initPark) and then on the channel, and a waker's Wake signals the
+// phase it finds the sleeper in, ordered against the sleeper's change of
+// phase so that a sleeper moving to the channel sees the woken state.
 //
 // A sender that is a worker about to be idle may, at P4, find the owner
 // parked and keep the mailbox in its handoff slot instead of waking it: it
@@ -125,8 +129,22 @@ func (w *worker) park() {
 	w.st.Parks++
 	w.publish(e.statsEpoch.Load()) // with this park counted
 	start := time.Now()
+	if w.futexPhase > 0 && e.futexSlots.Load() > 0 {
+		// S4, phase one, if a slot is free: a wake-up within it is one
+		// FUTEX_WAKE (see initPark for who may have this phase).
+		if e.futexSlots.Add(-1) >= 0 {
+			if testHookFutexPhase != nil {
+				testHookFutexPhase(e, 1)
+			}
+			w.ev.WaitFutex(&w.state, workerParked, w.futexPhase)
+			if testHookFutexPhase != nil {
+				testHookFutexPhase(e, -1)
+			}
+		}
+		e.futexSlots.Add(1)
+	}
 	for w.state.Load() == workerParked {
-		w.ev.Wait(&w.state, workerParked, 0) // S4
+		w.ev.WaitChan(&w.state, workerParked, 0) // S4
 	}
 	if w.watchWoken.Swap(false) {
 		w.st.WakeupsByTimeout++
@@ -137,6 +155,11 @@ func (w *worker) park() {
 	w.st.ParkedTime += time.Since(start)
 	w.reclaimOwn()
 }
+
+// testHookFutexPhase, if set (by tests only, before Start), is called by
+// a parking worker with +1 as it enters the futex phase and -1 as it
+// leaves it.
+var testHookFutexPhase func(e *Executor, delta int)
 
 // The watcher. Workers sleep until woken. So that mailboxes stuck behind a
 // long behaviour are stolen even when every other worker sleeps (a stuck

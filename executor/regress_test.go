@@ -6,6 +6,7 @@ package executor
 import (
 	"context"
 	"math"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -277,4 +278,61 @@ func TestAtMostHalfTheWorkersSpin(t *testing.T) {
 	assert.Equal(t, int64(32*300), delivered.Load())
 	assert.LessOrEqual(t, maxSeen.Load(), limit)
 	assert.Zero(t, e.spinning.Load(), "every spinning place given back")
+}
+
+// At most GOMAXPROCS-1 workers (Executor.futexSlots) sleep in the futex
+// phase of the default park at once, so that a processor stays with the
+// rest of the program; with ParkTwoPhase, any number may. Bursts make the
+// workers park and wake often; every message is delivered.
+func TestFutexPhaseSlots(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("the default park has no futex phase with one processor")
+	}
+	var inPhase, maxSeen, entered atomic.Int32
+	testHookFutexPhase = func(_ *Executor, d int) {
+		n := inPhase.Add(int32(d))
+		if d > 0 {
+			entered.Add(1)
+		}
+		for m := maxSeen.Load(); n > m && !maxSeen.CompareAndSwap(m, n); m = maxSeen.Load() {
+		}
+	}
+	defer func() { testHookFutexPhase = nil }()
+	for _, park := range []ParkKind{ParkDefault, ParkTwoPhase} {
+		inPhase.Store(0)
+		maxSeen.Store(0)
+		entered.Store(0)
+		e, err := Start(Config{Workers: 8, SpinPasses: 1, Park: park})
+		require.NoError(t, err)
+		slots := futexSlots(e.cfg) // not the live count: workers may be in the phase already
+		var delivered atomic.Int64
+		probes := make([]*probe, 32)
+		for i := range probes {
+			probes[i] = &probe{fn: func(p *probe) Allocation {
+				delivered.Add(1)
+				if p.calls++; p.calls == 100 {
+					return Finished
+				}
+				return Nodelete
+			}}
+			probes[i].spawn(t, e)
+		}
+		m := &probeMsg{}
+		for round := 0; round < 100; round++ {
+			for _, p := range probes {
+				p.send(t, m)
+			}
+			time.Sleep(50 * time.Microsecond) // let workers go idle
+		}
+		require.NoError(t, e.Stop(context.Background()))
+		assert.Equal(t, int64(32*100), delivered.Load(), "%v", park)
+		assert.Positive(t, entered.Load(), "%v: no worker ever took the futex phase", park)
+		if park == ParkDefault {
+			assert.Equal(t, int32(min(8, runtime.GOMAXPROCS(0)-1)), slots)
+			assert.LessOrEqual(t, maxSeen.Load(), slots, "more workers in the futex phase than slots")
+		} else {
+			assert.Equal(t, int32(8), slots)
+		}
+		assert.Equal(t, slots, e.futexSlots.Load(), "%v: every slot given back", park)
+	}
 }

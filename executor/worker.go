@@ -99,6 +99,9 @@ type worker struct {
 	// wakes (see reclaimIdle, reclaimOwn).
 	reclaimReq atomic.Bool
 	ev         event.Event
+	// futexPhase is how long park sleeps in the futex before the channel
+	// (0: no futex phase). Set by newWorker; read by the worker.
+	futexPhase time.Duration
 	_          cpu.CacheLinePad
 	// pub is the latest published copy of st, guarded by pubMu; pubEpoch is
 	// the statsEpoch it answers. Written by the worker, read by Stats.
@@ -122,8 +125,38 @@ func newWorker(e *Executor, id, lo, hi int) *worker {
 		stats: !e.cfg.NoStatistics,
 	}
 	w.buf = copyq.New[envelope](e.cfg.QueueCapacity)
-	w.ev.Init(event.Kind(e.cfg.Park))
+	w.initPark()
 	return w
+}
+
+// initPark prepares the worker's sleep (see Config.Park). With ParkDefault
+// it is a two-phase park whose futex phase at most GOMAXPROCS-1 workers
+// (GOMAXPROCS at Start) are in at once (Executor.futexSlots): a worker in
+// the futex keeps its processor in the system call, so at least one
+// processor stays with the rest of the program, which needs it (the
+// goroutines that send to the actors, timers, the network); with a single
+// processor there is no futex phase. ParkTwoPhase lets every worker take
+// the futex phase.
+func (w *worker) initPark() {
+	kind := event.Kind(w.e.cfg.Park)
+	if kind == event.Default {
+		kind = event.KindTwoPhase
+	}
+	w.ev.Init(kind)
+	if w.ev.Kind() == event.KindTwoPhase {
+		w.futexPhase = event.TwoPhaseFutex
+	}
+}
+
+// futexSlots is the initial Executor.futexSlots for cfg (see initPark).
+func futexSlots(cfg Config) int32 {
+	switch cfg.Park {
+	case ParkTwoPhase:
+		return int32(cfg.Workers)
+	case ParkDefault:
+		return int32(min(cfg.Workers, runtime.GOMAXPROCS(0)-1))
+	}
+	return 0
 }
 
 // run is the worker goroutine. ready is signalled once the worker is

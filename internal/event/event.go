@@ -7,18 +7,18 @@
 // longer holds the parked value, so a Wake that lands between the sleeper's
 // last check and its Wait is never lost.
 //
-// Three implementations exist. KindChan (the default) parks the goroutine on a
-// one-slot channel with a reusable timer: the Go scheduler releases the
-// sleeping worker's processor at once, and a wake hands one back to its
-// locked thread. KindFutex (Linux only) sleeps in the futex system call on
-// the state word itself: a wake is one FUTEX_WAKE, but the sleeping thread
-// keeps its processor in the system call until the runtime's monitor retakes
-// it, which the runtime pays for in processor hand-offs. KindChan is the
-// default because idle workers then cost less processor time at low message
-// rates and never keep a processor from the rest of the program
-// (bench.BenchmarkPipelineEvent compares the kinds). KindTwoPhase sleeps in
-// the futex for at most TwoPhaseFutex, then on the channel: a short sleep
-// ends with one FUTEX_WAKE, a long one gives its processor back.
+// Three implementations exist. KindChan parks the goroutine on a one-slot
+// channel with a reusable timer: the Go scheduler releases the sleeping
+// worker's processor at once, and a wake hands one back to its locked
+// thread, which takes two thread wake-ups. KindFutex (Linux only) sleeps in
+// the futex system call on the state word itself: a wake is one FUTEX_WAKE,
+// but the sleeping thread keeps its processor in the system call until the
+// runtime's monitor retakes it, which the runtime pays for in processor
+// hand-offs. KindTwoPhase sleeps in the futex for at most a bounded phase
+// (WaitFutex), then on the channel (WaitChan): a short sleep ends with one
+// FUTEX_WAKE, a long one gives its processor back. Each Wake makes one
+// signal, the one for the phase the sleeper is in. Default is KindChan;
+// the executor chooses its own default (executor.ParkDefault).
 package event
 
 import (
@@ -73,9 +73,18 @@ func (k Kind) String() string {
 // Event parks one goroutine. Init must be called before use; an Event must
 // not be copied after Init.
 type Event struct {
-	kind  Kind
-	ch    chan struct{} // KindChan, KindTwoPhase: the wake token (capacity 1)
-	timer *time.Timer   // KindChan, KindTwoPhase: reused for timeouts; only the sleeper touches it
+	kind Kind
+	// inFutex is 1 while a KindTwoPhase sleeper is in phase one (WaitFutex):
+	// stored by the sleeper before its last check of the word and cleared
+	// after the futex returns; loaded by Wake after the waker changed the
+	// word. Both are sequentially consistent, so a waker that loads 0 can
+	// rely on the sleeper seeing the changed word before it sleeps on the
+	// channel, and one that loads 1 reaches it with FUTEX_WAKE (or the
+	// futex sees the changed word): each wake-up makes one of the two
+	// signals, not both.
+	inFutex atomic.Uint32
+	ch      chan struct{} // KindChan, KindTwoPhase: the wake token (capacity 1)
+	timer   *time.Timer   // KindChan, KindTwoPhase: reused for timeouts; only the sleeper touches it
 }
 
 // Init prepares the event. Default resolves to KindChan, and so does
@@ -95,9 +104,14 @@ func (e *Event) Init(kind Kind) {
 	}
 }
 
+// Kind returns the event's kind as Init resolved it (never Default).
+func (e *Event) Kind() Kind { return e.kind }
+
 // Wait blocks while word holds parked, until Wake is called or timeout passes
 // (timeout <= 0 means no timeout). It may return spuriously: callers re-check
-// their state word. Only one goroutine may Wait on an Event at a time.
+// their state word. Only one goroutine may Wait on an Event at a time. A
+// KindTwoPhase event waits in both phases: WaitFutex for at most
+// TwoPhaseFutex (or the timeout, if shorter), then on the channel.
 func (e *Event) Wait(word *atomic.Uint32, parked uint32, timeout time.Duration) {
 	if word.Load() != parked {
 		return
@@ -107,20 +121,47 @@ func (e *Event) Wait(word *atomic.Uint32, parked uint32, timeout time.Duration) 
 		return
 	}
 	if e.kind == KindTwoPhase {
-		// Phase one: the futex, woken by Wake's futexWake. A Wake in this
-		// phase also leaves a channel token, which may make a later Wait
-		// return early: a spurious return, which callers allow for.
 		if timeout > 0 && timeout <= TwoPhaseFutex {
-			futexWait(word, parked, timeout)
+			e.WaitFutex(word, parked, timeout)
 			return
 		}
-		futexWait(word, parked, TwoPhaseFutex)
-		if word.Load() != parked {
-			return
-		}
+		e.WaitFutex(word, parked, TwoPhaseFutex)
 		if timeout > 0 {
 			timeout -= TwoPhaseFutex
 		}
+	}
+	e.waitChan(word, parked, timeout)
+}
+
+// WaitChan is Wait without the futex phase: it sleeps on the channel (the
+// processor is released at once). For KindFutex it is Wait.
+func (e *Event) WaitChan(word *atomic.Uint32, parked uint32, timeout time.Duration) {
+	if e.kind == KindFutex {
+		e.Wait(word, parked, timeout)
+		return
+	}
+	e.waitChan(word, parked, timeout)
+}
+
+// WaitFutex is phase one of a KindTwoPhase event alone: it sleeps in
+// futex(2) while word holds parked, for at most d (d > 0), keeping the
+// goroutine's processor in the system call. Other kinds use Wait with d.
+func (e *Event) WaitFutex(word *atomic.Uint32, parked uint32, d time.Duration) {
+	if e.kind != KindTwoPhase {
+		e.Wait(word, parked, d)
+		return
+	}
+	e.inFutex.Store(1) // before the word's last check (see inFutex)
+	if word.Load() == parked {
+		futexWait(word, parked, d)
+	}
+	e.inFutex.Store(0) // before the caller's next check of the word
+}
+
+// waitChan sleeps on the channel while word holds parked.
+func (e *Event) waitChan(word *atomic.Uint32, parked uint32, timeout time.Duration) {
+	if word.Load() != parked {
+		return
 	}
 	if timeout <= 0 {
 		<-e.ch
@@ -142,10 +183,11 @@ func (e *Event) Wake(word *atomic.Uint32) {
 		futexWake(word)
 		return
 	}
-	if e.kind == KindTwoPhase {
-		futexWake(word) // a sleeper in phase one
-		// and, below, the token for a sleeper in phase two (or about to
-		// enter it: the token is never lost)
+	if e.kind == KindTwoPhase && e.inFutex.Load() == 1 {
+		// The sleeper is in phase one, or has just left it and will
+		// see the changed word before the channel (see inFutex).
+		futexWake(word)
+		return
 	}
 	select {
 	case e.ch <- struct{}{}:

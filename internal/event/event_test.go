@@ -95,6 +95,83 @@ func TestNoLostWakeups(t *testing.T) {
 	}
 }
 
+// The executor's park with KindTwoPhase: WaitFutex for a bounded phase (here
+// so short that wake-ups land before, inside and after it), then WaitChan
+// until the word changes. A waker's Wake makes one signal, chosen by the
+// phase it sees (see Event.inFutex); none may be lost.
+func TestNoLostWakeupsAcrossPhases(t *testing.T) {
+	for _, phase := range []time.Duration{time.Microsecond, 20 * time.Microsecond, time.Millisecond} {
+		t.Run(phase.String(), func(t *testing.T) {
+			var e Event
+			e.Init(KindTwoPhase)
+			var state atomic.Uint32
+			var work atomic.Int64
+			const rounds = 20000
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for got := int64(0); got < rounds; {
+					if work.Load() > got {
+						got++
+						continue
+					}
+					state.Store(parked)
+					if work.Load() > got {
+						state.CompareAndSwap(parked, running)
+						continue
+					}
+					e.WaitFutex(&state, parked, phase)
+					for state.Load() == parked {
+						e.WaitChan(&state, parked, 0) // no timeout: a lost wake-up hangs
+					}
+				}
+			}()
+			for i := 0; i < rounds; i++ {
+				work.Add(1)
+				if state.CompareAndSwap(parked, running) {
+					e.Wake(&state)
+				}
+				if i%32 == 0 {
+					time.Sleep(time.Duration(i%7) * 5 * time.Microsecond)
+				}
+			}
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatal("sleeper never woke: lost wake-up")
+			}
+		})
+	}
+}
+
+// A Wake that finds the sleeper in the futex phase does not leave a channel
+// token behind: the next channel sleep is not cut short by a stale token.
+func TestFutexPhaseWakeLeavesNoToken(t *testing.T) {
+	if !futexSupported {
+		t.Skip("no futex here")
+	}
+	var e Event
+	e.Init(KindTwoPhase)
+	var state atomic.Uint32
+	state.Store(parked)
+	woke := make(chan struct{})
+	go func() {
+		for state.Load() == parked {
+			e.WaitFutex(&state, parked, time.Minute)
+		}
+		close(woke)
+	}()
+	for e.inFutex.Load() == 0 {
+		runtime.Gosched()
+	}
+	state.Store(running)
+	e.Wake(&state)
+	<-woke
+	if n := len(e.ch); n != 0 {
+		t.Fatalf("%d channel token(s) left by a futex-phase wake-up", n)
+	}
+}
+
 func TestValid(t *testing.T) {
 	for _, k := range []Kind{Default, KindFutex, KindChan, KindTwoPhase} {
 		if !Valid(k) {

@@ -5,12 +5,14 @@ package executor
 //
 // The model holds the protocol's shared memory: Executor.sleepers, each
 // worker's state word (workerRunning, workerParked, workerWoken), each
-// mailbox's "holds a published message" flag, and each worker's event, whose
-// one-slot wake token gives event.Event's semantics: Wait returns at once if
-// the word no longer holds workerParked, and a Wake given after S2 is never
-// lost (it leaves a token that a later Wait consumes). Worker w owns mailbox
-// w. Each thread is a small program whose steps are the protocol's atomic
-// operations, one transition each, named after the code they stand for:
+// mailbox's "holds a published message" flag, and each worker's event
+// (event.Event of KindTwoPhase): its one-slot wake token, whose semantics
+// are the channel phase's: WaitChan returns at once if the word no longer
+// holds workerParked, and a token left after S2 is never lost (a later
+// WaitChan consumes it); its inFutex flag; and whether the sleeper is queued
+// in the futex (its program counter). Worker w owns mailbox w. Each thread is
+// a small program whose steps are the protocol's atomic operations, one
+// transition each, named after the code they stand for:
 //
 //	sleeper: one park of worker w (worker.park, without a park timeout, as
 //	when stealing is off)
@@ -20,9 +22,21 @@ package executor
 //	  S3 CAS    w.state.CompareAndSwap(workerParked, workerRunning)  (it saw work)
 //	  S3 dec    e.sleepers.Add(-1)                                   (the CAS won)
 //	  S3 store  w.state.Store(workerRunning)                         (the CAS lost: a waker decremented)
-//	  S4 wait   w.ev.Wait(&w.state, workerParked, 0): returns at once unless the word is parked
-//	  S4 asleep blocked in Wait until a Wake's token arrives
-//	  S4 load   w.state.Load() != workerParked: break (else Wait again)
+//	  then, if the scenario gives worker w the futex phase (parkScenario.futex:
+//	  a futex slot was free), phase one, w.ev.WaitFutex(&w.state, workerParked, d):
+//	  F1        e.inFutex.Store(1)
+//	  F2        word.Load() == parked, else go to F4
+//	  F3        futexWait(word, parked, d): the kernel's compare of the word
+//	            and queueing of the thread, one step atomic with respect to
+//	            FUTEX_WAKE: if the word is not parked, go to F4
+//	  F3 asleep queued in the futex; always enabled, its step being the
+//	            timeout d; a FUTEX_WAKE (a sender's P4 wake) dequeues it
+//	            at once; either way it goes on to F4
+//	  F4        e.inFutex.Store(0)
+//	  and then phase two, the channel (w.ev.WaitChan in a loop):
+//	  S4 wait   w.ev.WaitChan(&w.state, workerParked, 0): returns at once unless the word is parked
+//	  S4 asleep blocked on the channel until a Wake's token arrives
+//	  S4 load   w.state.Load() != workerParked: break (else WaitChan again)
 //	  S4 store  w.state.Store(workerRunning)
 //	sender: a send to mailbox mb (send: mb.push, then Executor.notify, then
 //	worker.wake; the releaser in processCurrent and the thief in trySteal
@@ -33,7 +47,11 @@ package executor
 //	  P4 load   wake: w.state.Load() == workerParked, else return
 //	  P4 CAS    wake: w.state.CompareAndSwap(workerParked, workerWoken), else return
 //	  P4 dec    wake: w.e.sleepers.Add(-1)
-//	  P4 wake   wake: w.ev.Wake(&w.state), which leaves the token
+//	  P4 wake   wake: w.ev.Wake(&w.state): it loads e.inFutex; if 1,
+//	            futexWake(word), which dequeues the owner if it is asleep in
+//	            the futex (F3 asleep) and is lost otherwise; if 0, it leaves
+//	            the token. One step: the load decides, and FUTEX_WAKE is
+//	            atomic with respect to the futex's compare-and-queue (F3).
 //	handoff sender: a send from a behaviour of a running worker about to be
 //	idle (handoff.go), which at P4 may keep the mailbox instead of waking:
 //	  P1-P4 load as a sender; if P4 load read parked:
@@ -53,8 +71,9 @@ package executor
 // and the number of complete schedules below it is memoised. The count
 // reported as "interleavings" is the exact number of distinct complete
 // schedules (a schedule is complete when no thread can step: every sender
-// has returned and every sleeper has left park or is blocked in Wait), each
-// of which is covered. TestParkModelStateless checks this against a plain
+// has returned and every sleeper has left park or is blocked on the
+// channel; a sleeper in the futex can always step, by its timeout), each of
+// which is covered. TestParkModelStateless checks this against a plain
 // enumeration of every schedule one by one.
 //
 // Checked in every state reached (after every step):
@@ -71,14 +90,34 @@ package executor
 //     worker that was moved out of workerParked is left asleep;
 //   - (b) sleepers equals the number of workers whose state is workerParked;
 //   - (c) every park that ended was decremented for exactly once;
-//   - a worker that left park is in state workerRunning.
+//   - a worker that left park is in state workerRunning;
+//   - (d) a worker that left park or sleeps on the channel has cleared
+//     inFutex (a stale 1 would send the Wakes of its next park, which may
+//     have no futex phase, to the futex only).
+//
+// The futex phase is safe because each Wake makes one signal, chosen by a
+// Dekker pattern (all sequentially consistent): the sleeper clears inFutex
+// (F4) before its channel-phase check of the word (S4 wait), and the waker
+// changed the word (P4 CAS) before it loads inFutex (P4 wake). So either
+// the waker loads 1 and the sleeper's check sees the woken word (it never
+// sleeps on the channel), or it loads 0 and leaves the token; and the futex
+// sleep itself always ends, woken or by its timeout, so no outcome depends
+// on FUTEX_WAKE reaching it (a FUTEX_WAKE given while the sleeper is between
+// F1 and F3 is lost, and F3's compare then sees the woken word).
 //
 // Not modelled: the processing bit (a handoff's serve is one step, so a
-// sleeper never sees the mailbox being processed), park timeouts (with stealing on they only add wake-ups), the
-// shutdown flag (read at S3 like a message), a mailbox's owner changing
-// under a sender (a thief that takes a mailbox scans it itself, see park.go),
-// spurious returns from Wait (the S4 loop re-checks the word), and more than
-// one park per sleeper.
+// sleeper never sees the mailbox being processed), park timeouts (with
+// stealing on they only add wake-ups), the shutdown flag (read at S3 like a
+// message), a mailbox's owner changing under a sender (a thief that takes a
+// mailbox scans it itself, see park.go), spurious returns from WaitChan (the
+// S4 loop re-checks the word) and from the futex (the same as its timeout,
+// which is always possible), the futex slots (e.futexSlots: the scenario
+// says which sleepers take the futex phase; a sleeper without a slot parks
+// as one without the phase), the futex phase's duration (any timing of the
+// timeout is explored), KindChan and KindFutex events (KindChan is the
+// two-phase event without the phase; KindFutex's Wait sleeps in the futex
+// on the word itself, with no phase to choose), and more than one park per
+// sleeper.
 //
 // TestParkModelCatchesBrokenProtocols runs broken variants of the protocol
 // and requires the checker to find each one's counterexample.
@@ -106,6 +145,12 @@ const (
 	pcS3CAS
 	pcS3Dec
 	pcS3Store
+	pcF1
+	pcF2
+	pcF3
+	pcF3Asleep
+	pcF4
+	pcF4Late // brokenFutexFlagLate: F4 after the S4 wait's check of the word
 	pcS4Wait
 	pcS4Asleep
 	pcS4Load
@@ -135,8 +180,16 @@ const (
 	howNotParked        // P4 read a state other than parked
 	howCASLost          // P4 read parked but lost the CAS
 	howWoke             // P4 moved the owner to woken and woke it
-	howAsleep           // the sleeper is blocked in Wait at the end of the schedule
+	howAsleep           // the sleeper is blocked on the channel at the end of the schedule
 	howServed           // handoff sender: served the mailbox itself
+	howWokeFutex        // P4 moved the owner to woken and woke it by FUTEX_WAKE (it loaded inFutex == 1)
+	// How a sleeper's futex phase ended (pmState.phase: not endings, the
+	// sleeper goes on to S4, but the coverage check counts them too).
+	howFutexSkipped  // F2 loaded a word other than parked
+	howFutexAtOnce   // F3's compare found the word not parked: futexWait returned at once
+	howFutexWoken    // asleep in the futex, a sender's FUTEX_WAKE woke it
+	howFutexTimedOut // asleep in the futex, the phase timed out
+	howCount
 )
 
 var howNames = [...]string{
@@ -152,7 +205,17 @@ var howNames = [...]string{
 	howWoke:       "sender: woke the owner",
 	howAsleep:     "sleeper: asleep at the end",
 	howServed:     "handoff sender: served the mailbox itself",
+	howWokeFutex:  "sender: woke the owner by futex",
+	// The futex phase's endings.
+	howFutexSkipped:  "sleeper: futex phase skipped at F2, word not parked",
+	howFutexAtOnce:   "sleeper: futex phase returned at once, F3 compare saw the word not parked",
+	howFutexWoken:    "sleeper: futex phase ended, woken by FUTEX_WAKE",
+	howFutexTimedOut: "sleeper: futex phase ended, timed out",
 }
+
+// futexHows are the hows only a sleeper with the futex phase, or a sender
+// to one, can reach.
+const futexHows = 1<<howWokeFutex | 1<<howFutexSkipped | 1<<howFutexAtOnce | 1<<howFutexWoken | 1<<howFutexTimedOut
 
 // parkVariant selects the protocol: the real one or a deliberately broken one.
 type parkVariant uint8
@@ -180,6 +243,11 @@ const (
 	// brokenHandoffDropped: a handoff sender keeps the mailbox and never
 	// resolves the slot (neither serves it nor wakes its owner).
 	brokenHandoffDropped
+	// brokenFutexFlagLate: a sleeper leaving the futex phase clears inFutex
+	// only after its channel-phase check of the word (S4 wait, then F4,
+	// then asleep on the channel), so a waker between the two loads
+	// inFutex == 1 and sends only a FUTEX_WAKE, which nobody receives.
+	brokenFutexFlagLate
 )
 
 var parkVariantNames = [...]string{
@@ -191,6 +259,7 @@ var parkVariantNames = [...]string{
 	brokenWakeByStore:        "P4 by load+store instead of CAS",
 	brokenLossyEvent:         "event drops a Wake given before Wait",
 	brokenHandoffDropped:     "handoff slot never resolved",
+	brokenFutexFlagLate:      "inFutex cleared after the channel-phase check",
 }
 
 // pmViolation is a set of violated checks.
@@ -206,6 +275,7 @@ const (
 	vEndCount                                // (b) at the end, sleepers != number of parked workers
 	vNoDec                                   // (c) a park that ended was never decremented for
 	vNotRunning                              // a worker that left park is not running
+	vFutexFlag                               // (d) a worker that left park or sleeps on the channel has inFutex set
 	vTooLong                                 // a schedule longer than any the programs allow (a loop)
 )
 
@@ -219,6 +289,7 @@ var violationNames = [...]string{
 	"at the end, sleepers != number of parked workers",
 	"a park that ended was never decremented for",
 	"a worker that left park is not running",
+	"a worker that left park or sleeps on the channel has inFutex set",
 	"schedule too long",
 }
 
@@ -246,7 +317,11 @@ type parkScenario struct {
 	sleepers int     // workers 0..sleepers-1 each park once; worker w owns mailbox w
 	senders  []int   // senders[i] is the mailbox sender i sends to
 	handoff  []uint8 // handoff[i] is sender i's handoff mode (nil: all hoNone)
+	futex    []bool  // futex[w]: worker w takes the futex phase (nil: none does)
 }
+
+// hasFutex reports whether worker w takes the futex phase.
+func (sc parkScenario) hasFutex(w int) bool { return w < len(sc.futex) && sc.futex[w] }
 
 // mode returns sender i's handoff mode.
 func (sc parkScenario) mode(i int) uint8 {
@@ -272,6 +347,8 @@ type pmState struct {
 	owner    [pmThreads]int8   // a sender's P3 result
 	early    [pmThreads]int8   // a sender's P2 result read before P1 (brokenCheckBeforePublish)
 	handed   [pmThreads]bool   // a handoff sender has taken the handoff (H)
+	inFutex  [pmWorkers]bool   // worker w's e.inFutex
+	phase    [pmWorkers]uint8  // how worker w's futex phase ended (howNone: not taken, or not yet ended)
 	decs     [pmWorkers]int8   // decrements of sleepers for worker w's park
 	outs     [pmWorkers]int8   // moves of worker w out of parked in its park (or broken stores acting as one)
 }
@@ -358,6 +435,9 @@ func (m *parkModel) sleeperStep(s *pmState, w int) string {
 		}
 		s.how[w] = howS3NoWork
 		*pc = pcS4Wait
+		if m.sc.hasFutex(w) {
+			*pc = pcF1 // a futex slot was free: phase one
+		}
 		return "S3 w.hasWork() = false"
 	case pcS3CAS:
 		if s.state[w] == workerParked { // w.state.CompareAndSwap(workerParked, workerRunning)
@@ -386,21 +466,72 @@ func (m *parkModel) sleeperStep(s *pmState, w int) string {
 		s.state[w] = workerRunning // w.state.Store(workerRunning): a waker beat us to it
 		*pc = pcDone
 		return "S3 w.state.Store(workerRunning)"
+	case pcF1:
+		s.inFutex[w] = true // e.inFutex.Store(1)
+		*pc = pcF2
+		return "F1 e.inFutex.Store(1)"
+	case pcF2:
+		if s.state[w] != workerParked { // if word.Load() == parked { futexWait }
+			s.phase[w] = howFutexSkipped
+			*pc = m.afterFutex()
+			return "F2 word.Load() != parked: no futexWait"
+		}
+		*pc = pcF3
+		return "F2 word.Load() == parked"
+	case pcF3:
+		// futexWait(word, parked, d): the kernel compares the word and
+		// queues the thread, atomically with respect to FUTEX_WAKE.
+		if s.state[w] != workerParked {
+			s.phase[w] = howFutexAtOnce
+			*pc = m.afterFutex()
+			return "F3 futexWait: word not parked, returns at once"
+		}
+		*pc = pcF3Asleep
+		return "F3 futexWait: queued, sleeps"
+	case pcF3Asleep:
+		// The phase's timeout d (or a spurious return): always possible,
+		// so no outcome depends on a FUTEX_WAKE reaching the sleeper. A
+		// FUTEX_WAKE moves the sleeper past this step (see P4 wake).
+		s.phase[w] = howFutexTimedOut
+		*pc = m.afterFutex()
+		return "F3 futexWait: times out"
+	case pcF4:
+		s.inFutex[w] = false // e.inFutex.Store(0)
+		*pc = pcS4Wait
+		return "F4 e.inFutex.Store(0)"
+	case pcF4Late:
+		// The broken sleeper clears inFutex after S4 wait's check of the
+		// word, and then sleeps on the channel unless that check returned
+		// at once (which it recorded in how).
+		s.inFutex[w] = false
+		*pc = pcS4Asleep
+		if s.how[w] == howWaitAtOnce {
+			*pc = pcS4Load
+		}
+		return "F4 e.inFutex.Store(0) (broken: after the word's check)"
 	case pcS4Wait:
-		// w.ev.Wait(&w.state, workerParked, 0): event.Wait returns at once
-		// if the word no longer holds parked.
+		// w.ev.WaitChan(&w.state, workerParked, 0): event.WaitChan returns
+		// at once if the word no longer holds parked.
+		late := m.v == brokenFutexFlagLate && s.inFutex[w]
 		if s.state[w] != workerParked && m.v != brokenLossyEvent {
 			s.how[w] = howWaitAtOnce
 			*pc = pcS4Load
-			return "S4 w.ev.Wait: returns at once, word not parked"
+			if late {
+				*pc = pcF4Late
+			}
+			return "S4 w.ev.WaitChan: returns at once, word not parked"
 		}
 		*pc = pcS4Asleep
-		return "S4 w.ev.Wait: blocks"
+		if late {
+			*pc = pcF4Late
+			return "S4 w.ev.WaitChan: word parked (broken: inFutex still 1)"
+		}
+		return "S4 w.ev.WaitChan: blocks"
 	case pcS4Asleep:
 		s.token[w] = false // the Wake's token ends the sleep
 		s.how[w] = howSlept
 		*pc = pcS4Load
-		return "S4 w.ev.Wait: woken by the token"
+		return "S4 w.ev.WaitChan: woken by the token"
 	case pcS4Load:
 		if s.state[w] != workerParked { // w.state.Load() != workerParked: break
 			*pc = pcS4Store
@@ -414,6 +545,15 @@ func (m *parkModel) sleeperStep(s *pmState, w int) string {
 		return "S4 w.state.Store(workerRunning)"
 	}
 	panic(fmt.Sprintf("sleeper %d at pc %d", w, *pc))
+}
+
+// afterFutex is where a sleeper goes when futexWait returns or is skipped:
+// F4, or straight to the channel phase's check in brokenFutexFlagLate.
+func (m *parkModel) afterFutex() uint8 {
+	if m.v == brokenFutexFlagLate {
+		return pcS4Wait
+	}
+	return pcF4
 }
 
 // senderStep performs the next step of sender thread t: the push into its
@@ -506,15 +646,30 @@ func (m *parkModel) senderStep(s *pmState, t int) string {
 		return "P4 w.e.sleepers.Add(-1)"
 	case pcP4Wake:
 		o := s.owner[t]
-		// w.ev.Wake(&w.state): the event's channel keeps one token, so a
-		// Wake given before the sleeper blocks is not lost. The broken
-		// event drops it unless the sleeper is blocked already.
+		// w.ev.Wake(&w.state): if e.inFutex.Load() == 1 { futexWake(word);
+		// return }. FUTEX_WAKE dequeues a sleeper queued in the futex (it
+		// goes on to F4); given before F3's compare-and-queue or after the
+		// futex returned, it wakes nobody.
+		if s.inFutex[o] {
+			what := "P4 w.ev.Wake: inFutex == 1: futexWake, owner not queued"
+			if s.pc[o] == pcF3Asleep {
+				s.phase[o] = howFutexWoken
+				s.pc[o] = m.afterFutex()
+				what = "P4 w.ev.Wake: inFutex == 1: futexWake wakes the owner"
+			}
+			s.how[t] = howWokeFutex
+			*pc = pcDone
+			return what
+		}
+		// Else the event's channel keeps one token, so a Wake given before
+		// the sleeper blocks is not lost. The broken event drops it unless
+		// the sleeper is blocked already.
 		if m.v != brokenLossyEvent || s.pc[o] == pcS4Asleep {
 			s.token[o] = true
 		}
 		s.how[t] = howWoke
 		*pc = pcDone
-		return "P4 w.ev.Wake(&w.state)"
+		return "P4 w.ev.Wake: inFutex == 0: leaves the token"
 	}
 	panic(fmt.Sprintf("sender %d at pc %d", t, *pc))
 }
@@ -555,7 +710,10 @@ func (m *parkModel) checkStep(s *pmState) pmViolation {
 func (m *parkModel) checkEnd(s *pmState) pmViolation {
 	var v pmViolation
 	for w := range m.sc.sleepers {
-		if s.pc[w] != pcDone { // blocked in Wait
+		if s.inFutex[w] {
+			v |= vFutexFlag
+		}
+		if s.pc[w] != pcDone { // blocked on the channel
 			if s.work[w] {
 				v |= vLostWakeup
 			}
@@ -589,7 +747,7 @@ type parkChecker struct {
 	states int                 // states expanded
 	found  pmViolation         // every check violated somewhere
 	first  map[pmViolation][]uint8
-	ends   uint16 // bit h: some thread ended with how h, in some schedule
+	ends   uint32 // bit h: some thread ended with how h (or a futex phase did), in some schedule
 }
 
 // parkOutcome is the result of exploring a scenario under a variant.
@@ -598,7 +756,7 @@ type parkOutcome struct {
 	states             int
 	found              pmViolation
 	first              map[pmViolation][]uint8 // a schedule reaching each violated check
-	ends               uint16
+	ends               uint32
 }
 
 // exploreParkModel runs every interleaving of sc under v, memoised unless
@@ -615,9 +773,11 @@ func exploreParkModel(sc parkScenario, v parkVariant, stateless bool) parkOutcom
 	return parkOutcome{interleavings: cnt.n, bad: cnt.bad, states: c.states, found: c.found, first: c.first, ends: c.ends}
 }
 
-// maxParkSchedule bounds a schedule's length: each thread takes at most 11
-// steps in any variant, so a longer schedule means a loop in the model.
-const maxParkSchedule = 11 * pmThreads
+// maxParkSchedule bounds a schedule's length: each thread takes at most 12
+// steps in any variant (a sleeper: S1, S2, S3, F1-F3, F3 asleep, F4, S4
+// wait, asleep, load, store), so a longer schedule means a loop in the
+// model.
+const maxParkSchedule = 12 * pmThreads
 
 // explore checks s, then every schedule from s (each enabled thread's step in
 // turn), and counts them; at a state where no thread can step it runs the
@@ -642,8 +802,12 @@ func (c *parkChecker) explore(s pmState) pmCount {
 			c.path = append(c.path, uint8(t))
 			sub := c.explore(next)
 			c.path = c.path[:len(c.path)-1]
-			cnt.n += sub.n
-			cnt.bad += sub.bad
+			var carry, carryBad uint64
+			cnt.n, carry = bits.Add64(cnt.n, sub.n, 0)
+			cnt.bad, carryBad = bits.Add64(cnt.bad, sub.bad, 0)
+			if carry|carryBad != 0 {
+				panic("park model: more than 2^64 interleavings")
+			}
 		}
 	} else {
 		v |= vTooLong
@@ -656,6 +820,11 @@ func (c *parkChecker) explore(s pmState) pmCount {
 				c.ends |= 1 << s.how[t]
 			} else {
 				c.ends |= 1 << howAsleep
+			}
+		}
+		for w := range m.sc.sleepers {
+			if s.phase[w] != howNone {
+				c.ends |= 1 << s.phase[w]
 			}
 		}
 	}
@@ -683,12 +852,12 @@ func parkTrace(sc parkScenario, v parkVariant, sched []uint8) string {
 			who = fmt.Sprintf("sender to w%d", sc.senders[i])
 		}
 		what := m.step(&s, int(t))
-		fmt.Fprintf(&b, "  %-12s %-64s sleepers=%d state=%v work=%v\n",
-			who, what, s.sleepers, stateNames(s.state[:sc.sleepers]), s.work[:sc.sleepers])
+		fmt.Fprintf(&b, "  %-12s %-64s sleepers=%d state=%v work=%v inFutex=%v\n",
+			who, what, s.sleepers, stateNames(s.state[:sc.sleepers]), s.work[:sc.sleepers], s.inFutex[:sc.sleepers])
 	}
 	for w := range sc.sleepers {
 		if s.pc[w] != pcDone {
-			fmt.Fprintf(&b, "  end: sleeper w%d is blocked in Wait\n", w)
+			fmt.Fprintf(&b, "  end: sleeper w%d is blocked on the channel\n", w)
 		}
 	}
 	return b.String()
@@ -714,12 +883,28 @@ var parkScenarios = []parkScenario{
 	{name: "1 sleeper, a handoff sender that serves and a sender", sleepers: 1, senders: []int{0, 0}, handoff: []uint8{hoServe, hoNone}},
 	{name: "1 sleeper, a handoff sender that wakes and a sender", sleepers: 1, senders: []int{0, 0}, handoff: []uint8{hoWake, hoNone}},
 	{name: "2 sleepers, handoff senders that serve and wake, to different sleepers", sleepers: 2, senders: []int{0, 1}, handoff: []uint8{hoServe, hoWake}},
+	// The two-phase park: the same with sleepers taking the futex phase.
+	{name: "1 sleeper in the futex phase, 1 sender", sleepers: 1, senders: []int{0}, futex: []bool{true}},
+	{name: "1 sleeper in the futex phase, 2 senders", sleepers: 1, senders: []int{0, 0}, futex: []bool{true}},
+	{name: "2 sleepers in the futex phase, 2 senders to different sleepers", sleepers: 2, senders: []int{0, 1}, futex: []bool{true, true}},
+	{name: "2 sleepers, one in the futex phase, 2 senders to the one", sleepers: 2, senders: []int{0, 0}, futex: []bool{true, false}},
+	{name: "1 sleeper in the futex phase, a handoff sender that wakes and a sender", sleepers: 1, senders: []int{0, 0}, handoff: []uint8{hoWake, hoNone}, futex: []bool{true}},
+	{name: "2 sleepers in the futex phase, handoff senders that serve and wake, to different sleepers", sleepers: 2, senders: []int{0, 1}, handoff: []uint8{hoServe, hoWake}, futex: []bool{true, true}},
+}
+
+// parkScenarioNamed returns the scenario of that name.
+func parkScenarioNamed(name string) parkScenario {
+	i := slices.IndexFunc(parkScenarios, func(sc parkScenario) bool { return sc.name == name })
+	if i < 0 {
+		panic("no park scenario " + name)
+	}
+	return parkScenarios[i]
 }
 
 // The real protocol passes every check in every interleaving of every
 // scenario, and the interleavings cover every way a thread can end.
 func TestParkModel(t *testing.T) {
-	var ends uint16
+	var ends uint32
 	for _, sc := range parkScenarios {
 		o := exploreParkModel(sc, parkReal, false)
 		if o.found != 0 {
@@ -736,6 +921,21 @@ func TestParkModel(t *testing.T) {
 			// Even the smallest scenario reaches every ending of both
 			// halves: the search is not vacuous.
 			for h := howS3Won; h <= howWoke; h++ {
+				require.NotZero(t, o.ends&(1<<h), "%s: no interleaving ends with %q", sc.name, howNames[h])
+			}
+		}
+		if sc.futex == nil {
+			require.Zero(t, o.ends&futexHows, "%s: a futex ending without the futex phase", sc.name)
+		}
+		if sc.name == "1 sleeper in the futex phase, 1 sender" {
+			// With the futex phase, the smallest scenario still reaches
+			// every ending, and every way the phase can end: the sleeper
+			// may yet sleep on the channel (after a timeout), and a sender
+			// signals either phase.
+			for h := howS3Won; h < howCount; h++ {
+				if h == howAsleep || h == howServed {
+					continue
+				}
 				require.NotZero(t, o.ends&(1<<h), "%s: no interleaving ends with %q", sc.name, howNames[h])
 			}
 		}
@@ -761,6 +961,9 @@ func TestParkModelStateless(t *testing.T) {
 	}
 	// The handoff senders, real and broken.
 	cases = append(cases, run{parkScenarios[5], parkReal}, run{parkScenarios[5], brokenHandoffDropped})
+	// The futex phase, real and broken.
+	fx := parkScenarioNamed("1 sleeper in the futex phase, 1 sender")
+	cases = append(cases, run{fx, parkReal}, run{fx, brokenFutexFlagLate})
 	if !testing.Short() {
 		// About a million schedules: a second under -race.
 		cases = append(cases, run{parkScenarios[1], parkReal})
@@ -805,6 +1008,10 @@ func TestParkModelCatchesBrokenProtocols(t *testing.T) {
 		{brokenLossyEvent, vLostWakeup | vAsleepNotParked},
 		// The handed-off message waits for a worker that never comes.
 		{brokenHandoffDropped, vLostWakeup},
+		// A waker between the sleeper's channel-phase check and its late
+		// F4 loads inFutex == 1 and only sends FUTEX_WAKE: the sleeper
+		// sleeps on the channel with no token, though moved to woken.
+		{brokenFutexFlagLate, vLostWakeup | vAsleepNotParked},
 	} {
 		name := parkVariantNames[b.v]
 		t.Run(name, func(t *testing.T) {

@@ -34,9 +34,10 @@
 //
 // A worker that finds no work spins for a while (at most half the workers at
 // once), trying to steal every other pass and always before it parks (see
-// steal.go and package stealing); then it parks (on a channel by default,
-// or a futex, see Config.Park) until a sender, a thief or Stop wakes it, or
-// its park timeout passes. A busy worker that sees a backlog wakes a parked
+// steal.go and package stealing); then it parks (by default up to 1 ms in
+// a futex, if fewer than GOMAXPROCS-1 workers are there, then on a channel;
+// see Config.Park) until a sender, a thief or Stop wakes it, or its park
+// timeout passes. A busy worker that sees a backlog wakes a parked
 // one to steal from it.
 //
 // # Message lifetime

@@ -226,6 +226,36 @@ func TestSendRacingRespawnIsTerminated(t *testing.T) {
 	assert.ErrorIs(t, Send(&p2.cell, p2, &probeMsg{}, probeBehaviour), ErrNotSpawned)
 }
 
+// sendInBursts spawns n probes on e that each finish at their rounds-th
+// message, and sends every probe one message per round, pausing for pause
+// after every every-th round so that workers go idle and park. It returns
+// the count of deliveries, complete once e has stopped.
+func sendInBursts(t *testing.T, e *Executor, n, rounds, every int, pause time.Duration) *atomic.Int64 {
+	t.Helper()
+	delivered := new(atomic.Int64)
+	probes := make([]*probe, n)
+	for i := range probes {
+		probes[i] = &probe{fn: func(p *probe) Allocation {
+			delivered.Add(1)
+			if p.calls++; p.calls == rounds {
+				return Finished
+			}
+			return Nodelete
+		}}
+		probes[i].spawn(t, e)
+	}
+	m := &probeMsg{}
+	for round := 0; round < rounds; round++ {
+		for _, p := range probes {
+			p.send(t, m)
+		}
+		if round%every == 0 {
+			time.Sleep(pause)
+		}
+	}
+	return delivered
+}
+
 // At most half the workers (at least two) spin at any time, under bursts
 // that make workers go idle and busy again, with parking forced often.
 func TestAtMostHalfTheWorkersSpin(t *testing.T) {
@@ -250,28 +280,7 @@ func TestAtMostHalfTheWorkersSpin(t *testing.T) {
 			}
 		}
 	}()
-	var delivered atomic.Int64
-	probes := make([]*probe, 32)
-	for i := range probes {
-		probes[i] = &probe{fn: func(p *probe) Allocation {
-			delivered.Add(1)
-			p.calls++
-			if p.calls == 300 {
-				return Finished
-			}
-			return Nodelete
-		}}
-		probes[i].spawn(t, e)
-	}
-	m := &probeMsg{}
-	for round := 0; round < 300; round++ {
-		for _, p := range probes {
-			p.send(t, m)
-		}
-		if round%10 == 0 {
-			time.Sleep(200 * time.Microsecond) // let workers go idle
-		}
-	}
+	delivered := sendInBursts(t, e, 32, 300, 10, 200*time.Microsecond)
 	require.NoError(t, e.Stop(context.Background()))
 	close(stop)
 	sampler.Wait()
@@ -305,25 +314,7 @@ func TestFutexPhaseSlots(t *testing.T) {
 		e, err := Start(Config{Workers: 8, SpinPasses: 1, Park: park})
 		require.NoError(t, err)
 		slots := futexSlots(e.cfg) // not the live count: workers may be in the phase already
-		var delivered atomic.Int64
-		probes := make([]*probe, 32)
-		for i := range probes {
-			probes[i] = &probe{fn: func(p *probe) Allocation {
-				delivered.Add(1)
-				if p.calls++; p.calls == 100 {
-					return Finished
-				}
-				return Nodelete
-			}}
-			probes[i].spawn(t, e)
-		}
-		m := &probeMsg{}
-		for round := 0; round < 100; round++ {
-			for _, p := range probes {
-				p.send(t, m)
-			}
-			time.Sleep(50 * time.Microsecond) // let workers go idle
-		}
+		delivered := sendInBursts(t, e, 32, 100, 1, 50*time.Microsecond)
 		require.NoError(t, e.Stop(context.Background()))
 		assert.Equal(t, int64(32*100), delivered.Load(), "%v", park)
 		assert.Positive(t, entered.Load(), "%v: no worker ever took the futex phase", park)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"runtime"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -45,52 +44,60 @@ func TestTimeout(t *testing.T) {
 	}
 }
 
-// The park/wake handshake used by the executor, many times in a row: the
-// sleeper announces, re-checks for work, and sleeps; the waker publishes work,
-// then wakes only if it wins the parked->running transition. No round may hang.
+// handshake runs the park/wake handshake used by the executor, many times in
+// a row: the sleeper announces, re-checks for work, and sleeps with sleep
+// (which must not return before the word changes, other than spuriously);
+// the waker publishes work, then wakes only if it wins the parked->running
+// transition, pausing for pause(i) after round i. No round may hang.
+func handshake(t *testing.T, e *Event, sleep func(state *atomic.Uint32), pause func(i int)) {
+	t.Helper()
+	var state atomic.Uint32
+	var work atomic.Int64
+	const rounds = 20000
+	done := make(chan struct{})
+	go func() { // sleeper: consumes one unit of work per round
+		defer close(done)
+		for got := int64(0); got < rounds; {
+			if work.Load() > got {
+				got++
+				continue
+			}
+			state.Store(parked)
+			if work.Load() > got { // re-check after announcing
+				state.CompareAndSwap(parked, running)
+				continue
+			}
+			sleep(&state)
+		}
+	}()
+	for i := 0; i < rounds; i++ {
+		work.Add(1) // publish, then check for a sleeper
+		if state.CompareAndSwap(parked, running) {
+			e.Wake(&state)
+		}
+		pause(i)
+	}
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("sleeper never woke: lost wake-up")
+	}
+}
+
 func TestNoLostWakeups(t *testing.T) {
 	for _, k := range kinds() {
 		t.Run(k.String(), func(t *testing.T) {
 			var e Event
 			e.Init(k)
-			var state atomic.Uint32
-			var work atomic.Int64
-			const rounds = 20000
-			var wg sync.WaitGroup
-			wg.Add(1)
-			go func() { // sleeper: consumes one unit of work per round
-				defer wg.Done()
-				for got := int64(0); got < rounds; {
-					if work.Load() > got {
-						got++
-						continue
-					}
-					state.Store(parked)
-					if work.Load() > got { // re-check after announcing
-						state.CompareAndSwap(parked, running)
-						continue
-					}
-					for state.Load() == parked {
-						e.Wait(&state, parked, 0) // no timeout: a lost wake-up hangs
-					}
+			handshake(t, &e, func(state *atomic.Uint32) {
+				for state.Load() == parked {
+					e.Wait(state, parked, 0) // no timeout: a lost wake-up hangs
 				}
-			}()
-			for i := 0; i < rounds; i++ {
-				work.Add(1) // publish, then check for a sleeper
-				if state.CompareAndSwap(parked, running) {
-					e.Wake(&state)
-				}
+			}, func(i int) {
 				if i%64 == 0 {
 					time.Sleep(time.Microsecond)
 				}
-			}
-			done := make(chan struct{})
-			go func() { wg.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(30 * time.Second):
-				t.Fatal("sleeper never woke: lost wake-up")
-			}
+			})
 		})
 	}
 }
@@ -104,42 +111,16 @@ func TestNoLostWakeupsAcrossPhases(t *testing.T) {
 		t.Run(phase.String(), func(t *testing.T) {
 			var e Event
 			e.Init(KindTwoPhase)
-			var state atomic.Uint32
-			var work atomic.Int64
-			const rounds = 20000
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				for got := int64(0); got < rounds; {
-					if work.Load() > got {
-						got++
-						continue
-					}
-					state.Store(parked)
-					if work.Load() > got {
-						state.CompareAndSwap(parked, running)
-						continue
-					}
-					e.WaitFutex(&state, parked, phase)
-					for state.Load() == parked {
-						e.WaitChan(&state, parked, 0) // no timeout: a lost wake-up hangs
-					}
+			handshake(t, &e, func(state *atomic.Uint32) {
+				e.WaitFutex(state, parked, phase)
+				for state.Load() == parked {
+					e.WaitChan(state, parked, 0) // no timeout: a lost wake-up hangs
 				}
-			}()
-			for i := 0; i < rounds; i++ {
-				work.Add(1)
-				if state.CompareAndSwap(parked, running) {
-					e.Wake(&state)
-				}
+			}, func(i int) {
 				if i%32 == 0 {
 					time.Sleep(time.Duration(i%7) * 5 * time.Microsecond)
 				}
-			}
-			select {
-			case <-done:
-			case <-time.After(30 * time.Second):
-				t.Fatal("sleeper never woke: lost wake-up")
-			}
+			})
 		})
 	}
 }

@@ -327,3 +327,87 @@ func TestFutexPhaseSlots(t *testing.T) {
 		assert.Equal(t, slots, e.futexSlots.Load(), "%v: every slot given back", park)
 	}
 }
+
+// hopActor forwards a hopMsg to one of its peers until the message's hop
+// count runs out, counting every delivery; a negative count terminates it.
+type hopActor struct {
+	cell  Cell
+	peers []*hopActor
+	got   *atomic.Int64
+}
+
+type hopMsg struct {
+	Message
+	left int
+}
+
+func hopBehaviour(a *hopActor, m *hopMsg) Allocation {
+	if m.left < 0 {
+		return Finished // the end of the test
+	}
+	a.got.Add(1)
+	if m.left > 0 {
+		next := a.peers[m.left%len(a.peers)]
+		if err := Send(&next.cell, next, &hopMsg{left: m.left - 1}, hopBehaviour); err != nil {
+			panic(err)
+		}
+	}
+	return Nodelete
+}
+
+// waitAllParked waits until every worker of e is parked, and fails the test
+// after 10 s.
+func waitAllParked(t *testing.T, e *Executor) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for e.sleepers.Load() != int32(len(e.workers)) {
+		if time.Now().After(deadline) {
+			t.Fatalf("workers never all parked: %d of %d", e.sleepers.Load(), len(e.workers))
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+}
+
+// Whenever every worker is parked (a quiescent system: nobody is running, so
+// no send is in progress and no handoff slot is held), no message waits in
+// any mailbox: bursts of chains that cross between workers (so that
+// handoffs, futex-phase and channel wake-ups all occur) are each delivered
+// completely before the workers all sleep. A lost wake-up would leave a
+// message behind with every worker asleep (the watcher sleeps too then),
+// and the round would fail. Spinning places are all given back.
+func TestNoMessageLeftWhenAllPark(t *testing.T) {
+	for _, park := range []ParkKind{ParkDefault, ParkChannel, ParkTwoPhase, ParkFutex} {
+		t.Run(park.String(), func(t *testing.T) {
+			e, err := Start(Config{Workers: 4, Queues: 8, SpinPasses: 1, Park: park})
+			require.NoError(t, err)
+			var got atomic.Int64
+			actors := make([]*hopActor, 24)
+			for i := range actors {
+				actors[i] = &hopActor{got: &got}
+			}
+			for i, a := range actors {
+				a.peers = []*hopActor{actors[(i+1)%len(actors)], actors[(i+5)%len(actors)], actors[(i+11)%len(actors)]}
+				require.NoError(t, Spawn(e, &a.cell, a))
+			}
+			sent := int64(0)
+			for round := 0; round < 60; round++ {
+				for i := 0; i < 1+round%5; i++ {
+					hops := (round*7 + i) % 13
+					a := actors[(round*3+i)%len(actors)]
+					require.NoError(t, Send(&a.cell, a, &hopMsg{left: hops}, hopBehaviour))
+					sent += int64(hops + 1)
+				}
+				waitAllParked(t, e)
+				require.Equal(t, sent, got.Load(), "round %d: every worker parked with messages undelivered", round)
+				for _, mb := range append(e.mailboxes[:len(e.mailboxes):len(e.mailboxes)], e.spares...) {
+					require.Zero(t, mb.queued(), "round %d: every worker parked with a message in a mailbox", round)
+				}
+				require.Zero(t, e.spinning.Load(), "round %d: a spinning place kept by a parked worker", round)
+			}
+			for _, a := range actors {
+				require.NoError(t, Send(&a.cell, a, &hopMsg{left: -1}, hopBehaviour))
+			}
+			require.NoError(t, e.Stop(context.Background()))
+		})
+	}
+}

@@ -52,19 +52,9 @@ const (
 	Escalate
 )
 
-func (d Directive) String() string {
-	switch d {
-	case Terminate:
-		return "Terminate"
-	case Restart:
-		return "Restart"
-	case Resume:
-		return "Resume"
-	case Escalate:
-		return "Escalate"
-	}
-	return fmt.Sprintf("Directive(%d)", uint8(d))
-}
+var directiveNames = [...]string{Terminate: "Terminate", Restart: "Restart", Resume: "Resume", Escalate: "Escalate"}
+
+func (d Directive) String() string { return enumName(directiveNames[:], uint8(d), "Directive") }
 
 // Overflow is what a send to a full bounded mailbox does (see
 // SpawnOptions.MailboxBound).
@@ -83,17 +73,9 @@ const (
 	DropOldest
 )
 
-func (o Overflow) String() string {
-	switch o {
-	case Reject:
-		return "Reject"
-	case DropNewest:
-		return "DropNewest"
-	case DropOldest:
-		return "DropOldest"
-	}
-	return fmt.Sprintf("Overflow(%d)", uint8(o))
-}
+var overflowNames = [...]string{Reject: "Reject", DropNewest: "DropNewest", DropOldest: "DropOldest"}
+
+func (o Overflow) String() string { return enumName(overflowNames[:], uint8(o), "Overflow") }
 
 // Reason says why an actor terminated.
 type Reason uint8
@@ -117,20 +99,22 @@ const (
 	ReasonStopped
 )
 
-func (r Reason) String() string {
-	switch r {
-	case ReasonUnknown:
-		return "unknown"
-	case ReasonNormal:
-		return "normal"
-	case ReasonPanic:
-		return "panic"
-	case ReasonBudget:
-		return "restart budget exhausted"
-	case ReasonStopped:
-		return "system stopped"
+var reasonNames = [...]string{
+	ReasonUnknown: "unknown",
+	ReasonNormal:  "normal",
+	ReasonPanic:   "panic",
+	ReasonBudget:  "restart budget exhausted",
+	ReasonStopped: "system stopped",
+}
+
+func (r Reason) String() string { return enumName(reasonNames[:], uint8(r), "Reason") }
+
+// enumName returns names[v], or "typ(v)" for a value without a name.
+func enumName(names []string, v uint8, typ string) string {
+	if int(v) < len(names) {
+		return names[v]
 	}
-	return fmt.Sprintf("Reason(%d)", uint8(r))
+	return fmt.Sprintf("%s(%d)", typ, v)
 }
 
 // Reasons as stored in the state word's bits 3-4 (see cellReasonMask).

@@ -8,7 +8,6 @@ import (
 	"math"
 	"runtime"
 	"runtime/debug"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -226,6 +225,30 @@ func TestSendRacingRespawnIsTerminated(t *testing.T) {
 	assert.ErrorIs(t, Send(&p2.cell, p2, &probeMsg{}, probeBehaviour), ErrNotSpawned)
 }
 
+// sampleMax calls sample in a loop on a goroutine of its own until the
+// returned stop is called; stop waits for that goroutine and returns the
+// largest value sampled.
+func sampleMax(sample func() int64) (stop func() int64) {
+	done := make(chan struct{})
+	result := make(chan int64)
+	go func() {
+		var m int64
+		for {
+			select {
+			case <-done:
+				result <- m
+				return
+			default:
+			}
+			m = max(m, sample())
+		}
+	}()
+	return func() int64 {
+		close(done)
+		return <-result
+	}
+}
+
 // sendInBursts spawns n probes on e that each finish at their rounds-th
 // message, and sends every probe one message per round, pausing for pause
 // after every every-th round so that workers go idle and park. It returns
@@ -263,29 +286,12 @@ func TestAtMostHalfTheWorkersSpin(t *testing.T) {
 	require.NoError(t, err)
 	limit := e.maxSpinners()
 	require.Equal(t, int32(4), limit)
-	stop := make(chan struct{})
-	var maxSeen atomic.Int32
-	var sampler sync.WaitGroup
-	sampler.Add(1)
-	go func() {
-		defer sampler.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if n := e.spinning.Load(); n > maxSeen.Load() {
-				maxSeen.Store(n)
-			}
-		}
-	}()
+	stopSampling := sampleMax(func() int64 { return int64(e.spinning.Load()) })
 	delivered := sendInBursts(t, e, 32, 300, 10, 200*time.Microsecond)
 	require.NoError(t, e.Stop(context.Background()))
-	close(stop)
-	sampler.Wait()
+	maxSeen := stopSampling()
 	assert.Equal(t, int64(32*300), delivered.Load())
-	assert.LessOrEqual(t, maxSeen.Load(), limit)
+	assert.LessOrEqual(t, maxSeen, int64(limit))
 	assert.Zero(t, e.spinning.Load(), "every spinning place given back")
 }
 

@@ -47,26 +47,11 @@ func TestBoundNeverExceeded(t *testing.T) {
 			x := s.cell.ext.Load()
 			require.NotNil(t, x)
 			require.NotNil(t, x.pq)
-			stop := make(chan struct{})
-			var maxSeen atomic.Int64
-			var sampler sync.WaitGroup
-			sampler.Add(1)
-			go func() {
-				defer sampler.Done()
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					x.pq.mu.Lock()
-					n := int64(x.pq.ring.n)
-					x.pq.mu.Unlock()
-					if n > maxSeen.Load() {
-						maxSeen.Store(n)
-					}
-				}
-			}()
+			stopSampling := sampleMax(func() int64 {
+				x.pq.mu.Lock()
+				defer x.pq.mu.Unlock()
+				return int64(x.pq.ring.n)
+			})
 			var refused atomic.Int64
 			var wg sync.WaitGroup
 			for i := 0; i < senders; i++ {
@@ -83,10 +68,9 @@ func TestBoundNeverExceeded(t *testing.T) {
 				}()
 			}
 			wg.Wait()
-			close(stop)
-			sampler.Wait()
-			assert.LessOrEqual(t, maxSeen.Load(), int64(bound))
-			assert.Positive(t, maxSeen.Load())
+			maxSeen := stopSampling()
+			assert.LessOrEqual(t, maxSeen, int64(bound))
+			assert.Positive(t, maxSeen)
 			st := e.Stats()
 			lost := refused.Load() + int64(st.MailboxDroppedNewest+st.MailboxDroppedOldest)
 			assert.EqualValues(t, refused.Load(), st.MailboxRejected)

@@ -165,6 +165,20 @@ func (p *probe) spawn(t testing.TB, e *Executor) {
 	require.NoError(t, Spawn(e, &p.cell, p))
 }
 
+// finishingProbe returns a probe that adds 1 to counter (if not nil) at
+// every message and finishes at its n-th.
+func finishingProbe(n int, counter *atomic.Int64) *probe {
+	return &probe{fn: func(p *probe) Allocation {
+		if counter != nil {
+			counter.Add(1)
+		}
+		if p.calls++; p.calls == n {
+			return Finished
+		}
+		return Nodelete
+	}}
+}
+
 func TestCurrentRecognisesWorkers(t *testing.T) {
 	e, err := Start(Config{Workers: 3})
 	require.NoError(t, err)
@@ -197,15 +211,7 @@ func TestStatsFreshWhileBusy(t *testing.T) {
 	require.NoError(t, err)
 	var total atomic.Int64
 	const n = 20000
-	p := &probe{}
-	p.fn = func(p *probe) Allocation {
-		p.calls++
-		total.Add(1)
-		if p.calls == n {
-			return Finished
-		}
-		return Nodelete
-	}
+	p := finishingProbe(n, &total)
 	p.spawn(t, e)
 	m := &probeMsg{}
 	for i := 0; i < n; i++ {
@@ -234,14 +240,7 @@ func TestSleepersCountBalanced(t *testing.T) {
 	// number of workers actually parked.
 	e, err := Start(Config{Workers: 4, SpinPasses: 1, ParkTimeout: 50 * time.Microsecond})
 	require.NoError(t, err)
-	p := &probe{}
-	p.fn = func(p *probe) Allocation {
-		p.calls++
-		if p.calls == 2000 {
-			return Finished
-		}
-		return Nodelete
-	}
+	p := finishingProbe(2000, nil)
 	p.spawn(t, e)
 	m := &probeMsg{}
 	for i := 0; i < 2000; i++ {

@@ -44,12 +44,7 @@ func TestFloodFromOutsideIsBounded(t *testing.T) {
 	e, err := Start(Config{Workers: 1})
 	require.NoError(t, err)
 	const n = 64 * floodLimit
-	p := &probe{fn: func(p *probe) Allocation {
-		if p.calls++; p.calls == n {
-			return Finished
-		}
-		return Nodelete
-	}}
+	p := finishingProbe(n, nil)
 	p.spawn(t, e)
 	m := &probeMsg{}
 	for i := 0; i < n; i++ {

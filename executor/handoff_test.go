@@ -117,12 +117,7 @@ func TestParkTwoPhaseDelivers(t *testing.T) {
 	e, err := Start(Config{Workers: 2, Queues: 2, SpinPasses: 1, Park: ParkTwoPhase})
 	require.NoError(t, err)
 	const n = 60
-	p := &probe{fn: func(p *probe) Allocation {
-		if p.calls++; p.calls == n {
-			return Finished
-		}
-		return Nodelete
-	}}
+	p := finishingProbe(n, nil)
 	p.spawn(t, e)
 	for i := 0; i < n; i++ {
 		if i%2 == 0 {

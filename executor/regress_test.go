@@ -84,14 +84,7 @@ func TestNegativeParkTimeoutDelivers(t *testing.T) {
 	e, err := Start(Config{Workers: 2, ParkTimeout: -1, SpinPasses: 1})
 	require.NoError(t, err)
 	var got atomic.Int64
-	p := &probe{fn: func(p *probe) Allocation {
-		p.calls++
-		got.Add(1)
-		if p.calls == 50 {
-			return Finished
-		}
-		return Nodelete
-	}}
+	p := finishingProbe(50, &got)
 	p.spawn(t, e)
 	for i := 0; i < 50; i++ {
 		time.Sleep(time.Millisecond) // let the workers park between sends
@@ -258,13 +251,7 @@ func sendInBursts(t *testing.T, e *Executor, n, rounds, every int, pause time.Du
 	delivered := new(atomic.Int64)
 	probes := make([]*probe, n)
 	for i := range probes {
-		probes[i] = &probe{fn: func(p *probe) Allocation {
-			delivered.Add(1)
-			if p.calls++; p.calls == rounds {
-				return Finished
-			}
-			return Nodelete
-		}}
+		probes[i] = finishingProbe(rounds, delivered)
 		probes[i].spawn(t, e)
 	}
 	m := &probeMsg{}

@@ -28,6 +28,8 @@ import (
 	_ "github.com/actord/actord/bench/compare/internal/protoconflict" // before the peers' init: see its doc
 	"github.com/actord/actord/bench/compare/protoactor"
 	"github.com/actord/actord/stealing"
+	hollywoodgo "github.com/anthdm/hollywood/actor"
+	protoactorgo "github.com/asynkron/protoactor-go/actor"
 )
 
 // System names.
@@ -330,123 +332,109 @@ func expect(what string, got, want int) error {
 	return nil
 }
 
-func runStatic(system string, workers int, sz Sizes) (Result, error) {
-	n := sz.Static
-	r := Result{Actors: 1, Messages: n}
-	got := n
+// onSystems is one program written for each kind of system: chan_ runs
+// it on goroutines and channels, protoactor on a protoactor-go system,
+// hollywood on a hollywood engine and actord on an actord system. Each
+// returns what the program computed (what run checks, or a count).
+type onSystems[T any] struct {
+	chan_      func() T
+	protoactor func(*protoactorgo.ActorSystem) T
+	hollywood  func(*hollywoodgo.Engine) T
+	actord     func(*actor.System) (T, error)
+}
+
+// run runs the program on system (with workers workers for actord) and
+// returns r with its Wall set (and, for actord, what withActord sets),
+// and what the program returned. Only the program is timed: the peers'
+// systems are created before the clock starts (withActord times actord's).
+func (on onSystems[T]) run(system string, workers int, r Result) (Result, T, error) {
+	var got T
 	switch system {
 	case Chan:
-		r.Wall = timed(func() { bench.StaticSendChan(n) })
+		r.Wall = timed(func() { got = on.chan_() })
 	case ProtoActor:
 		sys := protoactor.NewSystem()
-		r.Wall = timed(func() { got = protoactor.StaticSend(sys, n) })
+		r.Wall = timed(func() { got = on.protoactor(sys) })
 	case Hollywood:
 		e, err := hollywood.NewEngine()
 		if err != nil {
-			return r, err
+			return r, got, err
 		}
-		r.Wall = timed(func() { got = hollywood.StaticSend(e, n) })
+		r.Wall = timed(func() { got = on.hollywood(e) })
 	default:
-		return withActord(system, workers, func(sys *actor.System) (Result, error) {
-			return r, bench.StaticSend(sys, n)
+		var err error
+		r, err = withActord(system, workers, func(sys *actor.System) (Result, error) {
+			var err error
+			got, err = on.actord(sys)
+			return r, err
 		})
+		if err != nil {
+			return r, got, err
+		}
 	}
-	return r, expect("receives", got, n)
+	return r, got, nil
+}
+
+// counted runs on on system, r being the result it fills, and checks that
+// the program counted want (what names the count in the error).
+func counted(system string, workers int, r Result, what string, want int, on onSystems[int]) (Result, error) {
+	r, got, err := on.run(system, workers, r)
+	if err != nil {
+		return r, err
+	}
+	return r, expect(what, got, want)
+}
+
+func runStatic(system string, workers int, sz Sizes) (Result, error) {
+	n := sz.Static
+	return counted(system, workers, Result{Actors: 1, Messages: n}, "receives", n, onSystems[int]{
+		chan_:      func() int { bench.StaticSendChan(n); return n },
+		protoactor: func(sys *protoactorgo.ActorSystem) int { return protoactor.StaticSend(sys, n) },
+		hollywood:  func(e *hollywoodgo.Engine) int { return hollywood.StaticSend(e, n) },
+		actord:     func(sys *actor.System) (int, error) { return n, bench.StaticSend(sys, n) },
+	})
 }
 
 func runDynamic(system string, workers int, sz Sizes) (Result, error) {
 	n := sz.Dynamic
-	r := Result{Actors: n, Messages: n}
-	got := n
-	switch system {
-	case Chan:
-		r.Wall = timed(func() { bench.DynamicSendChan(n) })
-	case ProtoActor:
-		sys := protoactor.NewSystem()
-		r.Wall = timed(func() { got = protoactor.DynamicSend(sys, n) })
-	case Hollywood:
-		e, err := hollywood.NewEngine()
-		if err != nil {
-			return r, err
-		}
-		r.Wall = timed(func() { got = hollywood.DynamicSend(e, n) })
-	default:
-		return withActord(system, workers, func(sys *actor.System) (Result, error) {
-			return r, bench.DynamicSend(sys, n)
-		})
-	}
-	return r, expect("hops", got, n)
+	return counted(system, workers, Result{Actors: n, Messages: n}, "hops", n, onSystems[int]{
+		chan_:      func() int { bench.DynamicSendChan(n); return n },
+		protoactor: func(sys *protoactorgo.ActorSystem) int { return protoactor.DynamicSend(sys, n) },
+		hollywood:  func(e *hollywoodgo.Engine) int { return hollywood.DynamicSend(e, n) },
+		actord:     func(sys *actor.System) (int, error) { return n, bench.DynamicSend(sys, n) },
+	})
 }
 
 func runExecutor(system string, workers int, sz Sizes) (Result, error) {
 	ex := sz.Executor
-	r := Result{Actors: ex.Actors, Messages: ex.Messages()}
-	got := r.Messages
-	switch system {
-	case Chan:
-		r.Wall = timed(func() { bench.ExecutorChan(ex) })
-	case ProtoActor:
-		sys := protoactor.NewSystem()
-		r.Wall = timed(func() { got = protoactor.Executor(sys, ex) })
-	case Hollywood:
-		e, err := hollywood.NewEngine()
-		if err != nil {
-			return r, err
-		}
-		r.Wall = timed(func() { got = hollywood.Executor(e, ex) })
-	default:
-		return withActord(system, workers, func(sys *actor.System) (Result, error) {
-			return r, bench.Executor(sys, ex)
-		})
-	}
-	return r, expect("receives", got, r.Messages)
+	n := ex.Messages()
+	return counted(system, workers, Result{Actors: ex.Actors, Messages: n}, "receives", n, onSystems[int]{
+		chan_:      func() int { bench.ExecutorChan(ex); return n },
+		protoactor: func(sys *protoactorgo.ActorSystem) int { return protoactor.Executor(sys, ex) },
+		hollywood:  func(e *hollywoodgo.Engine) int { return hollywood.Executor(e, ex) },
+		actord:     func(sys *actor.System) (int, error) { return n, bench.Executor(sys, ex) },
+	})
 }
 
 func runRepeat(system string, workers int, sz Sizes) (Result, error) {
 	rp := sz.Repeat
-	r := Result{Actors: rp.Servers + 1, Messages: rp.Messages()}
-	got := r.Messages
-	switch system {
-	case Chan:
-		r.Wall = timed(func() { bench.RepeatChan(rp) })
-	case ProtoActor:
-		sys := protoactor.NewSystem()
-		r.Wall = timed(func() { got = protoactor.Repeat(sys, rp) })
-	case Hollywood:
-		e, err := hollywood.NewEngine()
-		if err != nil {
-			return r, err
-		}
-		r.Wall = timed(func() { got = hollywood.Repeat(e, rp) })
-	default:
-		return withActord(system, workers, func(sys *actor.System) (Result, error) {
-			return r, bench.Repeat(sys, rp)
-		})
-	}
-	return r, expect("requests and replies", got, r.Messages)
+	n := rp.Messages()
+	return counted(system, workers, Result{Actors: rp.Servers + 1, Messages: n}, "requests and replies", n, onSystems[int]{
+		chan_:      func() int { bench.RepeatChan(rp); return n },
+		protoactor: func(sys *protoactorgo.ActorSystem) int { return protoactor.Repeat(sys, rp) },
+		hollywood:  func(e *hollywoodgo.Engine) int { return hollywood.Repeat(e, rp) },
+		actord:     func(sys *actor.System) (int, error) { return n, bench.Repeat(sys, rp) },
+	})
 }
 
 func runMatrix(system string, workers int, sz Sizes) (Result, error) {
 	m := bench.NewMatrices(sz.Matrix)
-	r := Result{Actors: m.N, Messages: m.N}
-	var err error
-	switch system {
-	case Chan:
-		r.Wall = timed(func() { bench.MatrixChan(m) })
-	case ProtoActor:
-		sys := protoactor.NewSystem()
-		r.Wall = timed(func() { protoactor.Matrix(sys, m) })
-	case Hollywood:
-		e, herr := hollywood.NewEngine()
-		if herr != nil {
-			return r, herr
-		}
-		r.Wall = timed(func() { hollywood.Matrix(e, m) })
-	default:
-		r, err = withActord(system, workers, func(sys *actor.System) (Result, error) {
-			return r, bench.Matrix(sys, m)
-		})
-	}
+	r, _, err := onSystems[struct{}]{
+		chan_:      func() struct{} { bench.MatrixChan(m); return struct{}{} },
+		protoactor: func(sys *protoactorgo.ActorSystem) struct{} { protoactor.Matrix(sys, m); return struct{}{} },
+		hollywood:  func(e *hollywoodgo.Engine) struct{} { hollywood.Matrix(e, m); return struct{}{} },
+		actord:     func(sys *actor.System) (struct{}, error) { return struct{}{}, bench.Matrix(sys, m) },
+	}.run(system, workers, Result{Actors: m.N, Messages: m.N})
 	r.Metrics = map[string]float64{"checksum": m.Check()}
 	return r, err
 }
@@ -468,58 +456,33 @@ func runBalance(prog func(*actor.System, bench.BalanceSize) error) func(string, 
 func runCycle(size func(Sizes) bench.CycleSize) func(string, int, Sizes) (Result, error) {
 	return func(system string, workers int, sz Sizes) (Result, error) {
 		cy := size(sz)
-		r := Result{Actors: cy.Actors(), Messages: cy.Messages()}
-		got := r.Messages
-		switch system {
-		case Chan:
-			r.Wall = timed(func() { got = bench.CycleChan(cy) })
-		case ProtoActor:
-			sys := protoactor.NewSystem()
-			r.Wall = timed(func() { got = protoactor.Cycle(sys, cy) })
-		case Hollywood:
-			e, err := hollywood.NewEngine()
-			if err != nil {
-				return r, err
-			}
-			r.Wall = timed(func() { got = hollywood.Cycle(e, cy) })
-		default:
-			return withActord(system, workers, func(sys *actor.System) (Result, error) {
-				return r, bench.Cycle(sys, cy)
-			})
-		}
-		return r, expect("hops", got, r.Messages)
+		return runRing(system, workers, cy, func(sys *actor.System) error { return bench.Cycle(sys, cy) })
 	}
+}
+
+// runRing runs cy, one or more rings passing tokens: the peers run their
+// Cycle, actord runs onActord.
+func runRing(system string, workers int, cy bench.CycleSize, onActord func(*actor.System) error) (Result, error) {
+	n := cy.Messages()
+	return counted(system, workers, Result{Actors: cy.Actors(), Messages: n}, "hops", n, onSystems[int]{
+		chan_:      func() int { return bench.CycleChan(cy) },
+		protoactor: func(sys *protoactorgo.ActorSystem) int { return protoactor.Cycle(sys, cy) },
+		hollywood:  func(e *hollywoodgo.Engine) int { return hollywood.Cycle(e, cy) },
+		actord:     func(sys *actor.System) (int, error) { return n, onActord(sys) },
+	})
 }
 
 func runChurn(size func(Sizes) bench.ChurnSize) func(string, int, Sizes) (Result, error) {
 	return func(system string, workers int, sz Sizes) (Result, error) {
 		ch := size(sz)
-		var (
-			c   bench.ChurnResult
-			r   Result
-			err error
-		)
-		switch system {
-		case Chan:
-			r.Wall = timed(func() { c = bench.ChurnChan(ch) })
-		case ProtoActor:
-			sys := protoactor.NewSystem()
-			r.Wall = timed(func() { c = protoactor.Churn(sys, ch) })
-		case Hollywood:
-			e, herr := hollywood.NewEngine()
-			if herr != nil {
-				return r, herr
-			}
-			r.Wall = timed(func() { c = hollywood.Churn(e, ch) })
-		default:
-			r, err = withActord(system, workers, func(sys *actor.System) (Result, error) {
-				var err error
-				c, err = bench.Churn(sys, ch)
-				return Result{}, err
-			})
-			if err != nil {
-				return r, err
-			}
+		r, c, err := onSystems[bench.ChurnResult]{
+			chan_:      func() bench.ChurnResult { return bench.ChurnChan(ch) },
+			protoactor: func(sys *protoactorgo.ActorSystem) bench.ChurnResult { return protoactor.Churn(sys, ch) },
+			hollywood:  func(e *hollywoodgo.Engine) bench.ChurnResult { return hollywood.Churn(e, ch) },
+			actord:     func(sys *actor.System) (bench.ChurnResult, error) { return bench.Churn(sys, ch) },
+		}.run(system, workers, Result{})
+		if err != nil {
+			return r, err
 		}
 		r.Actors = ch.Clients + ch.Spots
 		if system == Chan {
@@ -545,31 +508,21 @@ func runChurn(size func(Sizes) bench.ChurnSize) func(string, int, Sizes) (Result
 func runPipeline(size func(Sizes) PipelineSize) func(string, int, Sizes) (Result, error) {
 	return func(system string, workers int, sz Sizes) (Result, error) {
 		ps := size(sz)
-		var (
-			p   bench.PipelineResult
-			r   Result
-			err error
-		)
-		switch system {
-		case Chan:
-			p = bench.PipelineChan(ps.Stages, ps.Rate, ps.N)
-		case ProtoActor:
-			p = protoactor.Pipeline(protoactor.NewSystem(), ps.Stages, ps.Rate, ps.N)
-		case Hollywood:
-			e, herr := hollywood.NewEngine()
-			if herr != nil {
-				return r, herr
-			}
-			p = hollywood.Pipeline(e, ps.Stages, ps.Rate, ps.N)
-		default:
-			r, err = withActord(system, workers, func(sys *actor.System) (Result, error) {
-				var err error
-				p, err = bench.Pipeline(sys, ps.Stages, ps.Rate, ps.N)
-				return Result{}, err
-			})
-			if err != nil {
-				return r, err
-			}
+		// The pipeline measures its own wall time, which replaces run's.
+		r, p, err := onSystems[bench.PipelineResult]{
+			chan_: func() bench.PipelineResult { return bench.PipelineChan(ps.Stages, ps.Rate, ps.N) },
+			protoactor: func(sys *protoactorgo.ActorSystem) bench.PipelineResult {
+				return protoactor.Pipeline(sys, ps.Stages, ps.Rate, ps.N)
+			},
+			hollywood: func(e *hollywoodgo.Engine) bench.PipelineResult {
+				return hollywood.Pipeline(e, ps.Stages, ps.Rate, ps.N)
+			},
+			actord: func(sys *actor.System) (bench.PipelineResult, error) {
+				return bench.Pipeline(sys, ps.Stages, ps.Rate, ps.N)
+			},
+		}.run(system, workers, Result{})
+		if err != nil {
+			return r, err
 		}
 		if len(p.Latencies) != ps.N {
 			return r, fmt.Errorf("compare: %d latencies for %d messages", len(p.Latencies), ps.N)
@@ -637,56 +590,23 @@ func runTransferLeader(system string, workers int, sz Sizes) (Result, error) {
 
 func runCounting(system string, workers int, sz Sizes) (Result, error) {
 	n := sz.Counting
-	r := Result{Actors: 1, Messages: n}
-	got := n
-	switch system {
-	case Chan:
-		r.Wall = timed(func() { got = bench.CountingChan(n) })
-	case ProtoActor:
-		sys := protoactor.NewSystem()
-		r.Wall = timed(func() { got = protoactor.Counting(sys, n) })
-	case Hollywood:
-		e, err := hollywood.NewEngine()
-		if err != nil {
-			return r, err
-		}
-		r.Wall = timed(func() { got = hollywood.Counting(e, n) })
-	default:
-		return withActord(system, workers, func(sys *actor.System) (Result, error) {
-			return r, bench.Counting(sys, n)
-		})
-	}
-	return r, expect("total", got, n)
+	return counted(system, workers, Result{Actors: 1, Messages: n}, "total", n, onSystems[int]{
+		chan_:      func() int { return bench.CountingChan(n) },
+		protoactor: func(sys *protoactorgo.ActorSystem) int { return protoactor.Counting(sys, n) },
+		hollywood:  func(e *hollywoodgo.Engine) int { return hollywood.Counting(e, n) },
+		actord:     func(sys *actor.System) (int, error) { return n, bench.Counting(sys, n) },
+	})
 }
 
 func runForkJoin(system string, workers int, sz Sizes) (Result, error) {
 	fj := sz.ForkJoin
-	r := Result{Actors: fj.Actors, Messages: fj.Total()}
-	got := r.Messages
-	switch system {
-	case Chan:
-		r.Wall = timed(func() { got = bench.ForkJoinChan(fj) })
-	case ProtoActor:
-		sys := protoactor.NewSystem()
-		r.Wall = timed(func() { got = protoactor.ForkJoin(sys, fj) })
-	case Hollywood:
-		e, err := hollywood.NewEngine()
-		if err != nil {
-			return r, err
-		}
-		r.Wall = timed(func() { got = hollywood.ForkJoin(e, fj) })
-	default:
-		var err error
-		r, err = withActord(system, workers, func(sys *actor.System) (Result, error) {
-			var err error
-			got, err = bench.ForkJoin(sys, fj)
-			return r, err
-		})
-		if err != nil {
-			return r, err
-		}
-	}
-	return r, expect("receives", got, r.Messages)
+	n := fj.Total()
+	return counted(system, workers, Result{Actors: fj.Actors, Messages: n}, "receives", n, onSystems[int]{
+		chan_:      func() int { return bench.ForkJoinChan(fj) },
+		protoactor: func(sys *protoactorgo.ActorSystem) int { return protoactor.ForkJoin(sys, fj) },
+		hollywood:  func(e *hollywoodgo.Engine) int { return hollywood.ForkJoin(e, fj) },
+		actord:     func(sys *actor.System) (int, error) { return bench.ForkJoin(sys, fj) },
+	})
 }
 
 // runHandoff runs ping-pong or the token ring: a cycle of one ring of the
@@ -695,28 +615,11 @@ func runForkJoin(system string, workers int, sz Sizes) (Result, error) {
 func runHandoff(shape func(int) bench.CycleSize, hops func(Sizes) int) func(string, int, Sizes) (Result, error) {
 	return func(system string, workers int, sz Sizes) (Result, error) {
 		cy := shape(hops(sz))
-		r := Result{Actors: cy.Actors(), Messages: cy.Messages()}
-		got := r.Messages
-		switch system {
-		case Chan:
-			r.Wall = timed(func() { got = bench.CycleChan(cy) })
-		case ProtoActor:
-			sys := protoactor.NewSystem()
-			r.Wall = timed(func() { got = protoactor.Cycle(sys, cy) })
-		case Hollywood:
-			e, err := hollywood.NewEngine()
-			if err != nil {
-				return r, err
+		return runRing(system, workers, cy, func(sys *actor.System) error {
+			if cy.RingSize == 2 {
+				return bench.PingPong(sys, cy.Hops)
 			}
-			r.Wall = timed(func() { got = hollywood.Cycle(e, cy) })
-		default:
-			return withActord(system, workers, func(sys *actor.System) (Result, error) {
-				if cy.RingSize == 2 {
-					return r, bench.PingPong(sys, cy.Hops)
-				}
-				return r, bench.Cycle(sys, cy)
-			})
-		}
-		return r, expect("hops", got, r.Messages)
+			return bench.Cycle(sys, cy)
+		})
 	}
 }

@@ -43,6 +43,34 @@ func spawn(sys *actor.ActorSystem, a actor.Actor) *actor.PID {
 	return sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return a }))
 }
 
+// spawnAll makes n actors, actor i by mk(i, its stopper), and spawns them
+// in order; wg counts them down as they stop.
+func spawnAll[A any, P interface {
+	*A
+	actor.Actor
+}](sys *actor.ActorSystem, wg *sync.WaitGroup, n int, mk func(i int, s stopper) A) ([]A, []*actor.PID) {
+	wg.Add(n)
+	actors := make([]A, n)
+	pids := make([]*actor.PID, n)
+	for i := range actors {
+		actors[i] = mk(i, stopper{wg})
+		pids[i] = spawn(sys, P(&actors[i]))
+	}
+	return actors, pids
+}
+
+// stopAll waits until every actor has stopped, shuts sys down and returns
+// the sum of recs over actors.
+func stopAll[A any](sys *actor.ActorSystem, wg *sync.WaitGroup, actors []A, recs func(*A) int) int {
+	wg.Wait()
+	sys.Shutdown()
+	n := 0
+	for i := range actors {
+		n += recs(&actors[i])
+	}
+	return n
+}
+
 // ---- static send -----------------------------------------------------------
 
 type staticActor struct {
@@ -151,14 +179,10 @@ func (a *execActor) Receive(ctx actor.Context) {
 // Executor runs the executor benchmark; it returns the number of receives.
 func Executor(sys *actor.ActorSystem, sz bench.ExecutorSize) int {
 	var wg sync.WaitGroup
-	wg.Add(sz.Actors)
-	actors := make([]execActor, sz.Actors)
-	pids := make([]*actor.PID, sz.Actors)
-	for i := range actors {
+	actors, pids := spawnAll(sys, &wg, sz.Actors, func(i int, s stopper) execActor {
 		g := i - i%sz.Set
-		actors[i] = execActor{stopper: stopper{&wg}, last: sz.Set * sz.Rounds, sends: i - g + 1}
-		pids[i] = spawn(sys, &actors[i])
-	}
+		return execActor{stopper: s, last: sz.Set * sz.Rounds, sends: i - g + 1}
+	})
 	// The actors read their group only when the first message arrives,
 	// after these writes.
 	for i := range actors {
@@ -169,13 +193,7 @@ func Executor(sys *actor.ActorSystem, sz bench.ExecutorSize) int {
 	for _, pid := range pids {
 		sys.Root.Send(pid, shared)
 	}
-	wg.Wait()
-	sys.Shutdown()
-	recs := 0
-	for i := range actors {
-		recs += actors[i].recs
-	}
-	return recs
+	return stopAll(sys, &wg, actors, func(a *execActor) int { return a.recs })
 }
 
 // ---- repeat ----------------------------------------------------------------
@@ -413,13 +431,7 @@ func Cycle(sys *actor.ActorSystem, sz bench.CycleSize) int {
 		tokens[k].left = sz.Hops
 		sys.Root.Send(pids[k*sz.RingSize], &tokens[k])
 	}
-	wg.Wait()
-	sys.Shutdown()
-	hops := 0
-	for i := range actors {
-		hops += actors[i].recs
-	}
-	return hops
+	return stopAll(sys, &wg, actors, func(a *cycleActor) int { return a.recs })
 }
 
 // ---- churn and locality ----------------------------------------------------
@@ -634,24 +646,14 @@ func (a *forkJoinActor) Receive(ctx actor.Context) {
 // sz.Messages each (see bench.ForkJoin); it returns the receives.
 func ForkJoin(sys *actor.ActorSystem, sz bench.ForkJoinSize) int {
 	var wg sync.WaitGroup
-	wg.Add(sz.Actors)
-	actors := make([]forkJoinActor, sz.Actors)
-	pids := make([]*actor.PID, sz.Actors)
-	for i := range actors {
-		actors[i] = forkJoinActor{stopper: stopper{&wg}, left: sz.Messages}
-		pids[i] = spawn(sys, &actors[i])
-	}
+	actors, pids := spawnAll(sys, &wg, sz.Actors, func(_ int, s stopper) forkJoinActor {
+		return forkJoinActor{stopper: s, left: sz.Messages}
+	})
 	m := &forkJoinMsg{}
 	for k := 0; k < sz.Messages; k++ {
 		for _, pid := range pids {
 			sys.Root.Send(pid, m)
 		}
 	}
-	wg.Wait()
-	sys.Shutdown()
-	recs := 0
-	for i := range actors {
-		recs += actors[i].recs
-	}
-	return recs
+	return stopAll(sys, &wg, actors, func(a *forkJoinActor) int { return a.recs })
 }

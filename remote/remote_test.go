@@ -538,7 +538,9 @@ func TestSlowConsumerNode(t *testing.T) {
 	// The node still answers (an ask may itself be dropped: retry).
 	var tot Totals
 	waitFor(t, 20*time.Second, "an answer", func() bool {
-		actx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		// Not derived from ctx: the flush's deadline may have passed
+		// by now, and every retry would then fail at once.
+		actx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 		defer cancel()
 		var err error
 		tot, err = c.get.Ask(actx, &Get{})

@@ -3,6 +3,7 @@ package executor
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -79,6 +80,18 @@ type Executor struct {
 	// processors sleeping workers hold. Set before the workers start.
 	futexSlots atomic.Int32
 	_          cpu.CacheLinePad
+	// waking counts wake-ups in flight: workers moved out of the parked
+	// state by wake that have not yet seen it. wake adds one before its
+	// CAS (and takes it back if the CAS fails); the woken worker subtracts
+	// one in park once it has seen itself woken. Every decrement thus
+	// follows its increment, so the count never falls below the number of
+	// woken workers not yet running. Read by spinners (spinDone) as a hint
+	// only: it takes no part in the wake-up protocol.
+	waking atomic.Int32
+	_      cpu.CacheLinePad
+	// procs is GOMAXPROCS at Start: written before the workers start,
+	// read-only afterwards.
+	procs int32
 
 	// Request/reply counters (see ask.go): requests begun and ended by
 	// goroutines that are not workers (workers count theirs privately),
@@ -196,6 +209,7 @@ func Start(cfg Config) (*Executor, error) {
 		lo = hi
 	}
 	e.futexSlots.Store(futexSlots(cfg))
+	e.procs = int32(runtime.GOMAXPROCS(0))
 	var ready sync.WaitGroup
 	ready.Add(cfg.Workers)
 	errs := make([]error, cfg.Workers)

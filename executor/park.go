@@ -12,8 +12,11 @@ import (
 // maxSpinners workers spin already: it keeps making passes (and steal
 // attempts, see steal.go) for Config.SpinPasses passes, or until it has
 // visited SpinPasses*spinVisitsPerPass slots, whichever comes first, so that
-// the cost of spinning does not grow with the number of queues. A worker
-// that may not spin, or has spun out, makes one steal attempt and parks.
+// the cost of spinning does not grow with the number of queues. A spinner
+// that has spun out while another worker's wake-up is in flight goes on
+// spinning until that worker runs, up to spinInFlight times as long (see
+// spinForWake). A worker that may not spin, or has spun out, makes one
+// steal attempt and parks.
 // Spinning places are counted in Executor.spinning: taken with a CAS that
 // keeps the count at most maxSpinners, released when the spinner finds work,
 // parks or exits.
@@ -97,7 +100,38 @@ func (w *worker) spinDone(idle, visits int) bool {
 		}
 	}
 	cfg := &w.e.cfg
-	return idle >= cfg.SpinPasses || visits >= cfg.SpinPasses*spinVisitsPerPass
+	if idle < cfg.SpinPasses && visits < cfg.SpinPasses*spinVisitsPerPass {
+		return false
+	}
+	// Spun out. Keep spinning while another worker's wake-up is in flight
+	// (see spinForWake), up to spinInFlight times the budget.
+	if w.e.spinForWake() && idle < cfg.SpinPasses*spinInFlight && visits < cfg.SpinPasses*spinVisitsPerPass*spinInFlight {
+		w.st.inFlightSpins++
+		return false
+	}
+	return true
+}
+
+// spinInFlight bounds the extra spinning of spinForWake, as a multiple of
+// the spin budget (Config.SpinPasses).
+const spinInFlight = 32
+
+// spinForWake reports whether a spinner that has spun out its budget should
+// go on spinning: some worker has been woken and is not running yet
+// (waking), and every worker awake, the woken ones included, can hold a
+// processor at once (at most procs are not parked), so that spinning does
+// not keep the woken worker from running.
+//
+// Why: a worker that wakes another has usually just sent it messages, and
+// the woken worker's behaviours often answer at once (a ring, a ping-pong,
+// clients moving between actors on both workers). A sender that parks
+// before that answer arrives must itself be woken for it, and two workers
+// that hand messages back and forth this way take turns at the pace of
+// thread wake-ups, each parked while the other runs. Staying awake until
+// the woken worker is running bridges that one wake-up; once it runs, the
+// spinner parks after its usual budget if nothing comes.
+func (e *Executor) spinForWake() bool {
+	return e.waking.Load() > 0 && int32(len(e.workers))-e.sleepers.Load() <= e.procs
 }
 
 // stopSpinning gives back w's spinning place, if it holds one.
@@ -123,6 +157,7 @@ func (w *worker) park() {
 			e.leftPark(e.sleepers.Add(-1))
 		} else {
 			w.state.Store(workerRunning) // a waker beat us to it (and decremented)
+			e.waking.Add(-1)             // its wake-up has arrived
 		}
 		return
 	}
@@ -152,6 +187,10 @@ func (w *worker) park() {
 		w.st.WakeupsBySender++
 	}
 	w.state.Store(workerRunning)
+	if testHookWoken != nil {
+		testHookWoken(w)
+	}
+	e.waking.Add(-1) // woken (the loop ends only once a waker moved us)
 	w.st.ParkedTime += time.Since(start)
 	w.reclaimOwn()
 }
@@ -160,6 +199,11 @@ func (w *worker) park() {
 // a parking worker with +1 as it enters the futex phase and -1 as it
 // leaves it.
 var testHookFutexPhase func(e *Executor, delta int)
+
+// testHookWoken, if set (by tests only, before Start), is called by a worker
+// woken from park (by a waker, not by its own re-check) just before it
+// counts its wake-up as arrived (Executor.waking).
+var testHookWoken func(w *worker)
 
 // The watcher. Workers sleep until woken. So that mailboxes stuck behind a
 // long behaviour are stolen even when every other worker sleeps (a stuck
@@ -325,11 +369,19 @@ func (e *Executor) notify(mb *mailbox) {
 // parked, and reports whether it did (P4); otherwise it does nothing. Any
 // goroutine may call it.
 func (w *worker) wake() bool {
-	if w.state.Load() == workerParked && w.state.CompareAndSwap(workerParked, workerWoken) {
+	if w.state.Load() != workerParked {
+		return false
+	}
+	// waking counts this wake-up before the CAS makes it visible to the
+	// sleeper, so that the sleeper's decrement (in park, after it has seen
+	// the woken state) always follows the increment.
+	w.e.waking.Add(1)
+	if w.state.CompareAndSwap(workerParked, workerWoken) {
 		w.e.leftPark(w.e.sleepers.Add(-1))
 		w.ev.Wake(&w.state)
 		return true
 	}
+	w.e.waking.Add(-1)
 	return false
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actord/actord/internal/copyq"
+	"github.com/actord/actord/stealing"
 )
 
 // A pusher that must grow the mailbox's buffer releases the spin lock
@@ -321,6 +322,53 @@ func TestFutexPhaseSlots(t *testing.T) {
 	}
 }
 
+// A worker that has spun out its budget while another worker's wake-up is in
+// flight keeps spinning, up to spinInFlight times its budget, and then
+// parks; the count of wake-ups in flight goes back to zero. Worker 1's
+// wake-up is held in flight (the hook blocks it before it counts the
+// wake-up arrived) until worker 0 has parked again.
+func TestSpinWhileWakeInFlight(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("with one processor a spinner could keep the woken worker from running")
+	}
+	release := make(chan struct{})
+	testHookWoken = func(w *worker) {
+		if w.id == 1 {
+			<-release
+		}
+	}
+	defer func() { testHookWoken = nil }()
+	// Mailbox 0 is worker 0's, mailbox 1 worker 1's. No stealing: worker 0
+	// cannot take b's mailbox, and a's send wakes worker 1 (no handoff).
+	e, err := Start(Config{Workers: 2, Queues: 2, SpinPasses: 1, Steal: stealing.None})
+	require.NoError(t, err)
+	var got atomic.Int64
+	b := finishingProbe(1, &got)
+	a := &probe{fn: func(*probe) Allocation {
+		require.NoError(t, Send(&b.cell, b, &probeMsg{}, probeBehaviour))
+		return Finished
+	}}
+	a.spawn(t, e) // ticket 0: mailbox 0
+	b.spawn(t, e) // ticket 1: mailbox 1
+	waitAllParked(t, e)
+	before := e.Stats().Workers[0].inFlightSpins
+	a.send(t, &probeMsg{})
+	// Worker 0 runs a, wakes worker 1, spins, and parks again while
+	// worker 1 is still held.
+	require.Eventually(t, func() bool {
+		return e.workers[0].state.Load() == workerParked && e.waking.Load() == 1
+	}, 10*time.Second, 50*time.Microsecond, "worker 0 never parked again")
+	spun := e.Stats().Workers[0].inFlightSpins - before
+	assert.Positive(t, spun, "worker 0 parked at once although a wake-up was in flight")
+	assert.LessOrEqual(t, spun, uint64(spinInFlight*e.cfg.SpinPasses), "spun past the bound")
+	close(release)
+	waitAllParked(t, e)
+	assert.Equal(t, int64(1), got.Load())
+	assert.Zero(t, e.waking.Load(), "a wake-up still counted in flight")
+	require.NoError(t, e.Stop(context.Background()))
+	assert.Zero(t, e.waking.Load())
+}
+
 // hopActor forwards a hopMsg to one of its peers until the message's hop
 // count runs out, counting every delivery; a negative count terminates it.
 type hopActor struct {
@@ -396,6 +444,10 @@ func TestNoMessageLeftWhenAllPark(t *testing.T) {
 					require.Zero(t, mb.queued(), "round %d: every worker parked with a message in a mailbox", round)
 				}
 				require.Zero(t, e.spinning.Load(), "round %d: a spinning place kept by a parked worker", round)
+				// A waker (the watcher's reclaim) may be between its count and
+				// its CAS; a count never taken back stays.
+				require.Eventually(t, func() bool { return e.waking.Load() == 0 }, 5*time.Second, 50*time.Microsecond,
+					"round %d: a wake-up counted in flight while every worker is parked", round)
 			}
 			for _, a := range actors {
 				require.NoError(t, Send(&a.cell, a, &hopMsg{left: -1}, hopBehaviour))

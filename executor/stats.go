@@ -97,12 +97,13 @@ type WorkerStats struct {
 	WakeupsByTimeout uint64        // sleeps ended by the park timeout
 	ParkedTime       time.Duration // total time asleep
 
-	passes      uint64 // passes over the worker's slots (for tests of the idle cost)
-	handoffs    uint64 // handed-off mailboxes this worker served itself (see handoff.go)
-	asksStarted uint64 // requests begun on this worker (see Executor.askStarted)
-	asksDone    uint64 // requests ended on this worker
-	private     uint64 // messages taken from private queues (supervise.go)
-	control     uint64 // control envelopes taken (supervise.go): not user messages
+	passes        uint64 // passes over the worker's slots (for tests of the idle cost)
+	inFlightSpins uint64 // idle passes spun past the budget while a wake-up was in flight (see spinDone)
+	handoffs      uint64 // handed-off mailboxes this worker served itself (see handoff.go)
+	asksStarted   uint64 // requests begun on this worker (see Executor.askStarted)
+	asksDone      uint64 // requests ended on this worker
+	private       uint64 // messages taken from private queues (supervise.go)
+	control       uint64 // control envelopes taken (supervise.go): not user messages
 }
 
 // MessagesProcessed returns the number of messages whose behaviour this

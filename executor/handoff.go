@@ -13,17 +13,26 @@ package executor
 // Instead, a worker whose behaviour sends to a mailbox of a parked worker
 // while its own batch holds no further envelope (the sending behaviour is
 // the last of its batch: the worker is about to have nothing to do) keeps
-// the mailbox in its handoff slot and does not wake the owner. When the
-// visit that ran the behaviour ends (see processCurrent and afterVisit), the
-// worker resolves the slot:
+// the mailbox in its handoff slot and does not wake the owner. The worker
+// resolves the slot as its pass goes on (see pass and afterVisit):
 //
-//   - if it has nothing else to do (none of its own mailboxes waits) it
-//     gulps the handed-off mailbox itself and runs its batch, as if it had
-//     stolen it for one visit (the mailbox stays in its owner's slots; the
-//     processing bit keeps it on one worker at a time, as for any gulp);
-//   - otherwise it wakes the mailbox's owner (P2-P4 of park.go), as the
-//     sender would have: with work of its own waiting, the owner's thread
-//     is worth waking, so that both run.
+//   - if the pass finds another of its own mailboxes waiting, it wakes the
+//     handed-off mailbox's owner (P2-P4 of park.go) before serving that
+//     mailbox, as the sender would have: with work of its own, the owner's
+//     thread is worth waking, so that both run;
+//   - if the pass ends without finding any, the worker gulps the
+//     handed-off mailbox itself and runs its batch, as if it had stolen it
+//     for one visit (the mailbox stays in its owner's slots; the
+//     processing bit keeps it on one worker at a time, as for any gulp),
+//     unless one of its own mailboxes waits (hasWork), in which case it
+//     wakes the owner. The hasWork scan is skipped when the visit that
+//     handed off was the pass's only one (a chain of single messages: the
+//     pass has just seen every other mailbox empty), so that such a chain
+//     costs one scan of the slots per hop, not two. If the served batch
+//     hands off again, the worker decides the same way, with hasWork.
+//
+// The decision is a policy, not part of the wake-up protocol: either way
+// the message is delivered.
 //
 // No wake-up is lost: the sender's obligation to wake the owner passes to
 // the worker holding the slot, which is running and resolves the slot
@@ -35,7 +44,8 @@ package executor
 // taken the mailbox meanwhile: then the thief, which is running, serves it).
 //
 // The price: a message handed off waits for the rest of the behaviour that
-// sent it and for the release of its batch, instead of running at once on
+// sent it, the release of its batch and the rest of the pass (a load of
+// each remaining slot), instead of running at once on
 // the woken worker. A behaviour that sends and then runs for long (or
 // blocks, even waiting for the answer to that very message) delays it until
 // the watcher (park.go) sees its worker stuck and wakes a sleeper, which
@@ -62,16 +72,19 @@ func (e *Executor) handOff(mb *mailbox) bool {
 
 // afterVisit resolves the worker's handoff slot after a mailbox visit
 // (processCurrent) ended with the mailbox released: it serves handed-off
-// mailboxes while it has nothing else to do (see above). Called by the
+// mailboxes while it has nothing else to do (see above). idle says that
+// the caller has just looked at every owned mailbox and found none waiting
+// (the end of a pass), so the first check is skipped. Called by the
 // worker's goroutine only.
-func (w *worker) afterVisit() {
+func (w *worker) afterVisit(idle bool) {
 	for w.handoff != nil {
 		mb := w.handoff
 		w.handoff = nil
-		if w.e.shutdown.Load() || w.hasWork() {
+		if w.e.shutdown.Load() || (!idle && w.hasWork()) {
 			w.wakeOwner(mb)
 			return
 		}
+		idle = false // serving mb may give us work of our own
 		n, missed := mb.gulp(&w.buf)
 		if missed || n == 0 {
 			// Being processed by another worker (its release hands back

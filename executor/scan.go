@@ -37,6 +37,11 @@ func (w *worker) pass() bool {
 		if n == 0 {
 			continue
 		}
+		// Work of our own besides a handed-off mailbox: its owner is
+		// worth waking, so that both run (see handoff.go).
+		if w.handoff != nil {
+			w.flushHandoff()
+		}
 		busy++
 		if w.spinner {
 			w.stopSpinning() // found work: no longer spinning (and the watcher may see it stuck)
@@ -48,12 +53,17 @@ func (w *worker) pass() bool {
 		w.regulps = 0
 		w.gulped = n
 		w.processCurrent()
-		if w.handoff != nil {
-			w.afterVisit()
-		}
 		if e.shutdown.Load() {
+			w.flushHandoff()
 			return true
 		}
+	}
+	if w.handoff != nil {
+		// The rest of the pass found nothing else to do: serve the
+		// handed-off mailbox here unless an earlier mailbox has filled up
+		// again, which needs a look only if this pass had other work
+		// before the handoff (see handoff.go).
+		w.afterVisit(busy == 1)
 	}
 	// A backlog: after a pass, at least two owned mailboxes are waiting
 	// again. (Counting busy mailboxes during the pass would not do: a chain

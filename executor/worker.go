@@ -226,7 +226,7 @@ func (w *worker) resume() {
 	if w.cur != nil {
 		w.processCurrent()
 		if w.handoff != nil {
-			w.afterVisit()
+			w.afterVisit(false)
 		}
 	}
 	w.loop()

@@ -85,6 +85,49 @@ func TestHandoffSenderBlocksUntilReceived(t *testing.T) {
 	}
 }
 
+// A handoff is served by the sending worker only while it has nothing else
+// to do: when the rest of its pass finds another of its own mailboxes
+// waiting, it wakes the handed-off mailbox's owner instead, which runs the
+// message; when nothing else waits, it runs the message itself.
+func TestHandoffWakesOwnerWhenOwnWorkWaits(t *testing.T) {
+	if !goid.Supported {
+		t.Skip("handoffs need the goroutine identity")
+	}
+	for _, ownWork := range []bool{true, false} {
+		// Mailboxes 0 and 1 are worker 0's, 2 and 3 worker 1's. Steals
+		// never age in time, so only the owner or the handoff runs b.
+		e, err := Start(Config{Workers: 2, Queues: 4, SpinPasses: 1, StealAge: MaxStealAge})
+		require.NoError(t, err)
+		ranOn := make(chan int, 1)
+		b := &probe{fn: func(*probe) Allocation { ranOn <- e.current().id; return Finished }}
+		x := finishingProbe(1, nil)
+		a := &probe{fn: func(*probe) Allocation {
+			if ownWork {
+				require.NoError(t, Send(&x.cell, x, &probeMsg{}, probeBehaviour)) // a later slot of this worker
+			}
+			require.NoError(t, Send(&b.cell, b, &probeMsg{}, probeBehaviour)) // worker 1, parked: handed off
+			return Finished
+		}}
+		a.spawn(t, e) // ticket 0: mailbox 0
+		x.spawn(t, e) // ticket 1: mailbox 1
+		b.spawn(t, e) // ticket 2: mailbox 2
+		waitAllParked(t, e)
+		a.send(t, &probeMsg{})
+		on := <-ranOn
+		if !ownWork {
+			require.NoError(t, Send(&x.cell, x, &probeMsg{}, probeBehaviour))
+		}
+		require.NoError(t, e.Stop(context.Background()))
+		if ownWork {
+			assert.Equal(t, 1, on, "own work waited, yet the sender ran the handed-off message")
+			assert.Zero(t, handoffs(e))
+		} else {
+			assert.Equal(t, 0, on, "nothing else waited, yet the owner was woken")
+			assert.Equal(t, uint64(1), handoffs(e))
+		}
+	}
+}
+
 // Without a watcher (stealing off) nothing could rescue a slot held by a
 // blocked behaviour, so senders always wake the owner: the same program
 // completes, and no handoff is served.

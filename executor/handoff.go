@@ -27,9 +27,12 @@ package executor
 //     unless one of its own mailboxes waits (hasWork), in which case it
 //     wakes the owner. The hasWork scan is skipped when the visit that
 //     handed off was the pass's only one (a chain of single messages: the
-//     pass has just seen every other mailbox empty), so that such a chain
-//     costs one scan of the slots per hop, not two. If the served batch
-//     hands off again, the worker decides the same way, with hasWork.
+//     pass has seen every other mailbox empty), so that such a chain costs
+//     one scan of the slots per hop, not two. A mailbox the pass looked at
+//     before that visit may have filled meanwhile (the behaviour itself
+//     may have sent to it): its work then waits for the handed-off batch
+//     and the next pass. If the served batch hands off again, the worker
+//     decides the same way, with hasWork.
 //
 // The decision is a policy, not part of the wake-up protocol: either way
 // the message is delivered.

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"runtime/metrics"
 	"time"
 
 	"github.com/actord/actord/internal/copyq"
@@ -13,10 +14,11 @@ import (
 // attempts, see steal.go) for Config.SpinPasses passes, or until it has
 // visited SpinPasses*spinVisitsPerPass slots, whichever comes first, so that
 // the cost of spinning does not grow with the number of queues. A spinner
-// that has spun out while another worker's wake-up is in flight goes on
-// spinning until that worker runs, up to spinInFlight times as long (see
-// spinForWake). A worker that may not spin, or has spun out, makes one
-// steal attempt and parks.
+// that has spun out goes on spinning, up to spinInFlight times as long,
+// while another worker's wake-up is in flight (until that worker runs, see
+// spinForWake) or while its last steal attempt saw another worker's
+// mailboxes waiting (see spinForBacklog). A worker that may not spin, or
+// has spun out, makes one steal attempt and parks.
 // Spinning places are counted in Executor.spinning: taken with a CAS that
 // keeps the count at most maxSpinners, released when the spinner finds work,
 // parks or exits.
@@ -103,17 +105,25 @@ func (w *worker) spinDone(idle, visits int) bool {
 	if idle < cfg.SpinPasses && visits < cfg.SpinPasses*spinVisitsPerPass {
 		return false
 	}
-	// Spun out. Keep spinning while another worker's wake-up is in flight
-	// (see spinForWake), up to spinInFlight times the budget.
-	if w.e.spinForWake() && idle < cfg.SpinPasses*spinInFlight && visits < cfg.SpinPasses*spinVisitsPerPass*spinInFlight {
+	// Spun out. Keep spinning, up to spinInFlight times the budget, while
+	// another worker's wake-up is in flight (see spinForWake) or another
+	// worker has a backlog (see spinForBacklog).
+	if idle >= cfg.SpinPasses*spinInFlight || visits >= cfg.SpinPasses*spinVisitsPerPass*spinInFlight {
+		return true
+	}
+	if w.e.spinForWake() {
 		w.st.inFlightSpins++
+		return false
+	}
+	if w.spinForBacklog() {
+		w.st.backlogSpins++
 		return false
 	}
 	return true
 }
 
-// spinInFlight bounds the extra spinning of spinForWake, as a multiple of
-// the spin budget (Config.SpinPasses).
+// spinInFlight bounds the extra spinning of spinForWake and spinForBacklog,
+// as a multiple of the spin budget (Config.SpinPasses).
 const spinInFlight = 32
 
 // spinForWake reports whether a spinner that has spun out its budget should
@@ -133,6 +143,82 @@ const spinInFlight = 32
 func (e *Executor) spinForWake() bool {
 	return e.waking.Load() > 0 && int32(len(e.workers))-e.sleepers.Load() <= e.procs
 }
+
+// spinForBacklog reports whether a spinner that has spun out its budget
+// should go on spinning because another worker has a backlog: the
+// spinner's last steal attempt saw mailboxes of another worker waiting
+// (w.backlogSeen, see steal), and the spinner holds a processor nobody else
+// needs (procsSpare).
+//
+// Why: a worker that owns waiting mailboxes besides the one it is serving
+// sends messages to other workers' mailboxes as it serves them, whenever
+// its actors talk to actors there. In a closed system (rings of actors
+// spread over both workers, clients circulating between servers) a spinner
+// that parks before those messages arrive must be woken for them, and then
+// the whole backlog moves to it while the sender, having run out, parks in
+// turn: the two workers take turns at the pace of thread wake-ups instead
+// of running together (a convoy), each parked about half the time. A
+// spinner that waits while it sees a backlog elsewhere serves the messages
+// as they arrive, or steals the backlog once it has aged. A chain of
+// single messages (a ping-pong) leaves no mailbox waiting, so it does not
+// keep a second worker spinning.
+func (w *worker) spinForBacklog() bool {
+	return w.backlogSeen && w.procsSpare()
+}
+
+// procsSpare reports whether a spinning worker holds a processor that
+// nothing else is waiting for: every worker that is not parked can hold a
+// processor at once (at most procs are not parked), and no goroutine is
+// waiting to run (the runtime's count of runnable goroutines, read every
+// runqEvery calls per worker and cached in between). A goroutine outside
+// the system that sends to the actors, a timer's, or a worker woken through
+// the channel would otherwise wait for the spinner to park or be preempted.
+// Called by the worker's goroutine only.
+func (w *worker) procsSpare() bool {
+	e := w.e
+	if int32(len(e.workers))-e.sleepers.Load() > e.procs {
+		return false
+	}
+	if w.runqCalls%runqEvery(len(e.workers)) == 0 {
+		w.runqIdle = runnableGoroutines(&w.runq) == 0
+	}
+	w.runqCalls++
+	return w.runqIdle
+}
+
+// runqEvery is how many procsSpare calls a worker answers from its cached
+// runnable count before it reads the count again: 8 per worker of the
+// executor, so that however many workers spin, the runtime's scheduler
+// lock, which the read takes, is taken about once per 8 idle passes of the
+// whole executor.
+func runqEvery(workers int) uint {
+	return 8 * uint(max(workers, 2))
+}
+
+// runnableGoroutines returns the runtime's count of goroutines waiting for a
+// processor (runtime/metrics), or what testHookRunnable returns. s is the
+// worker's sample, allocated on first use.
+func runnableGoroutines(s *[]metrics.Sample) uint64 {
+	if testHookRunnable != nil {
+		return testHookRunnable()
+	}
+	if *s == nil {
+		*s = []metrics.Sample{{Name: runnableMetric}}
+	}
+	metrics.Read(*s)
+	if (*s)[0].Value.Kind() != metrics.KindUint64 {
+		return 0 // not supported by this runtime: nobody seen waiting
+	}
+	return (*s)[0].Value.Uint64()
+}
+
+// runnableMetric is the runtime/metrics name of the number of goroutines
+// ready to run and waiting for a processor.
+const runnableMetric = "/sched/goroutines/runnable:goroutines"
+
+// testHookRunnable, if set (by tests only, before Start), replaces the
+// runtime's count of runnable goroutines in procsSpare.
+var testHookRunnable func() uint64
 
 // stopSpinning gives back w's spinning place, if it holds one.
 func (w *worker) stopSpinning() {

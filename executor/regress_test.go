@@ -369,6 +369,61 @@ func TestSpinWhileWakeInFlight(t *testing.T) {
 	assert.Zero(t, e.waking.Load())
 }
 
+// A spinner that has spun out its budget while its steal attempts see
+// another worker's mailboxes waiting keeps spinning, up to spinInFlight
+// times its budget, and then parks; it does not when a goroutine is
+// waiting for a processor. Worker 0 is stuck in a behaviour with a message
+// waiting in its other mailbox (the backlog), which worker 1 watches but
+// never steals (the steal age is a minute); worker 1 is woken by a message
+// of its own and goes idle after it.
+func TestSpinWhileBacklog(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("with one processor two awake workers cannot both hold one")
+	}
+	var runnable atomic.Uint64
+	testHookRunnable = runnable.Load
+	defer func() { testHookRunnable = nil }()
+	for _, waiting := range []uint64{0, 1} {
+		runnable.Store(waiting)
+		// Mailboxes 0 and 1 are worker 0's, 2 and 3 worker 1's; no
+		// spares, no watcher (it would wake worker 1 again).
+		e, err := Start(Config{Workers: 2, Queues: 4, SpareQueues: -1, SpinPasses: 4,
+			StealAge: time.Minute, ParkTimeout: -1})
+		require.NoError(t, err)
+		stuck, release := make(chan struct{}), make(chan struct{})
+		blocker := &probe{fn: func(*probe) Allocation {
+			close(stuck)
+			<-release
+			return Finished
+		}}
+		waiter := finishingProbe(1, nil)
+		other := finishingProbe(2, nil)
+		blocker.spawn(t, e) // ticket 0: mailbox 0
+		waiter.spawn(t, e)  // ticket 1: mailbox 1
+		other.spawn(t, e)   // ticket 2: mailbox 2
+		waitAllParked(t, e)
+		blocker.send(t, &probeMsg{})
+		<-stuck
+		waiter.send(t, &probeMsg{}) // waits behind the blocker: worker 0 does not sleep
+		before := e.Stats().Workers[1]
+		other.send(t, &probeMsg{}) // wakes worker 1
+		require.Eventually(t, func() bool {
+			s := e.Stats().Workers[1]
+			return e.workers[1].state.Load() == workerParked && s.Parks > before.Parks
+		}, 10*time.Second, 50*time.Microsecond, "worker 1 never parked again")
+		spun := e.Stats().Workers[1].backlogSpins - before.backlogSpins
+		if waiting == 0 {
+			assert.Positive(t, spun, "worker 1 parked at its budget although worker 0 had a backlog")
+			assert.LessOrEqual(t, spun, uint64(spinInFlight*e.cfg.SpinPasses), "spun past the bound")
+		} else {
+			assert.Zero(t, spun, "worker 1 spun on while a goroutine waited for a processor")
+		}
+		close(release)
+		other.send(t, &probeMsg{})
+		require.NoError(t, e.Stop(context.Background()))
+	}
+}
+
 // hopActor forwards a hopMsg to one of its peers until the message's hop
 // count runs out, counting every delivery; a negative count terminates it.
 type hopActor struct {

@@ -109,6 +109,9 @@ func (w *worker) steal() bool {
 	}
 	clear(w.cands[len(keep):]) // drop references to mailboxes no longer watched
 	w.cands = keep
+	// Candidates still waiting: another worker has a backlog (see
+	// spinForBacklog); set again below after a fresh scan.
+	w.backlogSeen = ready >= 0 || len(w.cands) > 0
 	if ready >= 0 {
 		w.st.StealAttempts++
 		return w.trySteal(ready, w.victimStuck(now))
@@ -119,6 +122,7 @@ func (w *worker) steal() bool {
 	w.st.StealAttempts++
 	v := e.sel.Victim(w.id, w.rng)
 	if v < 0 {
+		w.backlogSeen = false
 		w.st.StealNoCandidate++
 		return false
 	}
@@ -144,6 +148,7 @@ func (w *worker) steal() bool {
 	if len(w.cands) == 0 {
 		w.st.StealNoCandidate++
 	}
+	w.backlogSeen = len(w.cands) > 0
 	return false
 }
 

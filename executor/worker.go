@@ -3,6 +3,7 @@ package executor
 import (
 	"math/rand/v2"
 	"runtime"
+	"runtime/metrics"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,6 +60,15 @@ type worker struct {
 	spawned    int      // actors this worker placed (PlaceLocal round-robin)
 	spinner    bool     // this worker holds one of the e.spinning places (see park.go)
 	busyPasses uint     // passes that found work (see pass: the backlog check)
+	// backlogSeen is set by steal when its attempt saw mailboxes of
+	// another worker waiting (candidates), cleared when it saw none; read
+	// by spinForBacklog. runqIdle caches "no goroutine runnable" for
+	// procsSpare, read afresh when runqCalls is a multiple of runqEvery;
+	// runq is the sample it reads into.
+	backlogSeen bool
+	runqIdle    bool
+	runqCalls   uint
+	runq        []metrics.Sample
 	// handoff is a mailbox of a parked worker that a behaviour run here
 	// sent to without waking its owner: this worker serves it or wakes the
 	// owner when the visit ends, and before it parks (see handoff.go).

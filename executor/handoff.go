@@ -46,6 +46,19 @@ package executor
 // wakes the owner instead, it loads the owner afresh (a thief may have
 // taken the mailbox meanwhile: then the thief, which is running, serves it).
 //
+// Following the chain. While serving handed-off mailboxes, a worker also
+// follows the chain back: when a behaviour it runs sends to one of the
+// worker's own mailboxes while some worker sleeps (the other end of a
+// ping-pong answering), notify leaves that mailbox in the worker's next
+// field, and afterVisit visits it directly instead of returning to a pass
+// that would scan every slot to find it, as Go's scheduler runs the
+// goroutine its running one has just readied (runnext). At most maxFollows
+// mailboxes are followed per pass, so a chain cannot keep the worker from
+// its other mailboxes for longer than that many visits. Like the handoff
+// it is a policy: the mailbox is gulped like any other, and a hint that
+// has gone stale (the mailbox emptied, or taken by a thief) finds nothing
+// to take or a mailbox being processed.
+//
 // The price: a message handed off waits for the rest of the behaviour that
 // sent it, the release of its batch and the rest of the pass (a load of
 // each remaining slot), instead of running at once on
@@ -73,12 +86,16 @@ func (e *Executor) handOff(mb *mailbox) bool {
 	return true
 }
 
+// maxFollows bounds the mailboxes a worker visits by following a chain
+// (see above) between two passes.
+const maxFollows = 16
+
 // afterVisit resolves the worker's handoff slot after a mailbox visit
 // (processCurrent) ended with the mailbox released: it serves handed-off
-// mailboxes while it has nothing else to do (see above). idle says that
-// the caller has just looked at every owned mailbox and found none waiting
-// (the end of a pass), so the first check is skipped. Called by the
-// worker's goroutine only.
+// mailboxes while it has nothing else to do, and follows the chain back to
+// its own mailboxes (see above). idle says that the caller has just looked
+// at every owned mailbox and found none waiting (the end of a pass), so the
+// first check is skipped. Called by the worker's goroutine only.
 func (w *worker) afterVisit(idle bool) {
 	for w.handoff != nil {
 		mb := w.handoff
@@ -88,21 +105,44 @@ func (w *worker) afterVisit(idle bool) {
 			return
 		}
 		idle = false // serving mb may give us work of our own
-		n, missed := mb.gulp(&w.buf)
-		if missed || n == 0 {
-			// Being processed by another worker (its release hands back
-			// what is left), or emptied already: nothing to do.
+		if !w.visit(mb) {
 			return
 		}
 		w.st.handoffs++
-		if mb.drainer.Load() != &w.batch {
-			mb.drainer.Store(&w.batch)
+		// mb's batch may have filled the slot again (loop), and sent to
+		// one of our own mailboxes: follow the chain there.
+		if nx := w.next; nx != nil && w.handoff == nil && w.follows < maxFollows {
+			w.next = nil
+			w.follows++
+			if !w.visit(nx) {
+				return
+			}
+			w.st.follows++
+			// A chain followed within the bound: the next handoff is
+			// served without a scan of the slots, like the first of a
+			// pass (the bound makes the pass come).
+			idle = true
 		}
-		w.cur = mb
-		w.regulps = 0
-		w.gulped = n
-		w.processCurrent() // may fill the slot again: loop
 	}
+}
+
+// visit gulps mb, if it holds envelopes and is not being processed, and
+// processes the batch (processCurrent). It reports whether it took any.
+func (w *worker) visit(mb *mailbox) bool {
+	n, missed := mb.gulp(&w.buf)
+	if missed || n == 0 {
+		// Being processed by another worker (its release hands back
+		// what is left), or emptied already: nothing to do.
+		return false
+	}
+	if mb.drainer.Load() != &w.batch {
+		mb.drainer.Store(&w.batch)
+	}
+	w.cur = mb
+	w.regulps = 0
+	w.gulped = n
+	w.processCurrent()
+	return true
 }
 
 // flushHandoff wakes the owner of the mailbox in the worker's handoff slot,

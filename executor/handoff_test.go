@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -175,4 +176,60 @@ func TestParkTwoPhaseDelivers(t *testing.T) {
 	}
 	require.NoError(t, e.Stop(context.Background()))
 	assert.Equal(t, n, p.calls)
+}
+
+// A worker serving a chain between two workers follows it back to its own
+// mailbox without a pass (see "Following the chain" in handoff.go), but
+// only maxFollows times per pass: a message to another of its mailboxes,
+// sent from outside while the chain goes on, is delivered before the chain
+// ends.
+func TestFollowTheChainIsBounded(t *testing.T) {
+	if !goid.Supported {
+		t.Skip("handoffs need the goroutine identity")
+	}
+	// Mailboxes 0 and 1 are worker 0's, 2 and 3 worker 1's; steals never
+	// age, so worker 1 takes nothing and the chain stays on worker 0.
+	e, err := Start(Config{Workers: 2, Queues: 4, SpareQueues: -1, SpinPasses: 1, StealAge: MaxStealAge})
+	require.NoError(t, err)
+	var stop, ended atomic.Bool
+	m := &probeMsg{}
+	pass := func(to **probe) func(*probe) Allocation {
+		return func(p *probe) Allocation {
+			if ended.Load() {
+				return Finished // the other end has finished
+			}
+			require.NoError(t, Send(&(*to).cell, *to, m, probeBehaviour))
+			if stop.Load() {
+				ended.Store(true) // the last hop: the other end finishes on it
+				return Finished
+			}
+			return Nodelete
+		}
+	}
+	var a, b *probe
+	a, b = &probe{}, &probe{}
+	a.fn, b.fn = pass(&b), pass(&a)
+	var got atomic.Int64
+	c := finishingProbe(1, &got)
+	a.spawn(t, e) // ticket 0: mailbox 0, worker 0
+	c.spawn(t, e) // ticket 1: mailbox 1, worker 0
+	b.spawn(t, e) // ticket 2: mailbox 2, worker 1
+	waitAllParked(t, e)
+	a.send(t, m)
+	require.Eventually(t, func() bool { return follows(e) > 0 }, 10*time.Second, 50*time.Microsecond,
+		"the chain was never followed")
+	c.send(t, &probeMsg{})
+	assert.Eventually(t, func() bool { return got.Load() == 1 }, 10*time.Second, 50*time.Microsecond,
+		"the chain kept its worker from another mailbox")
+	stop.Store(true)
+	require.NoError(t, e.Stop(context.Background()))
+}
+
+// follows sums the mailboxes the workers visited by following a chain.
+func follows(e *Executor) uint64 {
+	var n uint64
+	for _, w := range e.Stats().Workers {
+		n += w.follows
+	}
+	return n
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/actord/actord/internal/copyq"
+	"github.com/actord/actord/internal/goid"
 )
 
 // Idling: spinning, parking, and the wake-up protocol.
@@ -439,10 +440,18 @@ func (w *worker) reclaimOwn() {
 // outside the system that floods mb yields (see flood.go).
 func (e *Executor) notify(mb *mailbox) {
 	if e.sleepers.Load() != 0 { // P2
-		// P3, P4; a worker about to be idle may take the wake-up on
-		// itself instead (see handoff.go).
-		if o := e.workers[mb.owner.Load()]; o.state.Load() != workerParked || !e.handOff(mb) {
-			o.wake()
+		o := e.workers[mb.owner.Load()] // P3
+		if o.state.Load() == workerParked {
+			// P4; a worker about to be idle may take the wake-up on
+			// itself instead (see handoff.go).
+			if !e.handOff(mb) {
+				o.wake()
+			}
+		} else if goid.Supported && o.g.Load() == goid.Unchecked() {
+			// The owner is awake: no wake-up. It is the caller itself,
+			// running a behaviour: it may visit mb next (see "Following
+			// the chain" in handoff.go).
+			o.next = mb
 		}
 	}
 	// Flood points (see flood.go): one load of the word just published.

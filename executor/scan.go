@@ -11,6 +11,7 @@ func (w *worker) pass() bool {
 		w.publish(ep) // between batches: the counters are consistent
 	}
 	w.st.passes++
+	w.next, w.follows = nil, 0 // a new pass: the chain is followed afresh (see afterVisit)
 	busy := 0
 	for i := w.lo; i < w.hi; i++ {
 		mb := e.slots[i].Load() // nil only while this worker swaps it, never here

@@ -73,6 +73,13 @@ type worker struct {
 	// sent to without waking its owner: this worker serves it or wakes the
 	// owner when the visit ends, and before it parks (see handoff.go).
 	handoff *mailbox
+	// next is one of this worker's own mailboxes that a behaviour run
+	// here sent to while some worker slept (set by notify, on this
+	// goroutine), and follows the number of such mailboxes afterVisit
+	// has visited since the pass began: see "Following the chain" in
+	// handoff.go.
+	next    *mailbox
+	follows int
 	// lastMsgType and lastIsReq cache mayBeRequest's answer for the last
 	// message type it saw (the type word of the message interface).
 	lastMsgType unsafe.Pointer

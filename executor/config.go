@@ -61,7 +61,7 @@ const (
 	// scheduler releases the sleeping worker's processor at once.
 	ParkChannel ParkKind = ParkKind(event.KindChan)
 	// ParkTwoPhase sleeps in futex(2) for at most event.TwoPhaseFutex
-	// (1 ms), then on the channel (Linux only; elsewhere ParkChannel): a
+	// (50 µs), then on the channel (Linux only; elsewhere ParkChannel): a
 	// worker woken soon after it parked is woken by one system call, and
 	// one that sleeps longer gives its processor back. While every worker
 	// is in the futex phase and every processor is held by one, other

@@ -32,7 +32,8 @@ package executor
 //     before that visit may have filled meanwhile (the behaviour itself
 //     may have sent to it): its work then waits for the handed-off batch
 //     and the next pass. If the served batch hands off again, the worker
-//     decides the same way, with hasWork.
+//     follows the chain (below), and past its bound decides the same way,
+//     with hasWork.
 //
 // The decision is a policy, not part of the wake-up protocol: either way
 // the message is delivered.
@@ -46,15 +47,18 @@ package executor
 // wakes the owner instead, it loads the owner afresh (a thief may have
 // taken the mailbox meanwhile: then the thief, which is running, serves it).
 //
-// Following the chain. While serving handed-off mailboxes, a worker also
-// follows the chain back: when a behaviour it runs sends to one of the
-// worker's own mailboxes while some worker sleeps (the other end of a
-// ping-pong answering), notify leaves that mailbox in the worker's next
-// field, and afterVisit visits it directly instead of returning to a pass
-// that would scan every slot to find it, as Go's scheduler runs the
-// goroutine its running one has just readied (runnext). At most maxFollows
-// mailboxes are followed per pass, so a chain cannot keep the worker from
-// its other mailboxes for longer than that many visits. Like the handoff
+// Following the chain. While serving handed-off mailboxes, a worker
+// follows the chain of messages without scanning its slots between hops:
+// a handed-off batch that hands off again (a chain moving through the
+// sleeping worker's mailboxes, as a token ring does) is served without the
+// hasWork scan, and when a behaviour it runs sends to one of the worker's
+// own mailboxes while some worker sleeps (the other end of a ping-pong
+// answering), notify leaves that mailbox in the worker's next field and
+// afterVisit visits it directly instead of returning to a pass that would
+// scan every slot to find it, as Go's scheduler runs the goroutine its
+// running one has just readied (runnext). At most maxFollows such hops are
+// made per pass, so a chain cannot keep the worker from its other
+// mailboxes for longer than that many visits. Like the handoff
 // it is a policy: the mailbox is gulped like any other, and a hint that
 // has gone stale (the mailbox emptied, or taken by a thief) finds nothing
 // to take or a mailbox being processed.
@@ -109,19 +113,28 @@ func (w *worker) afterVisit(idle bool) {
 			return
 		}
 		w.st.handoffs++
-		// mb's batch may have filled the slot again (loop), and sent to
-		// one of our own mailboxes: follow the chain there.
-		if nx := w.next; nx != nil && w.handoff == nil && w.follows < maxFollows {
+		if w.follows >= maxFollows {
+			continue // past the bound: a handoff left in the slot checks for own work
+		}
+		if w.handoff != nil {
+			// mb's batch handed off again: the chain goes on among
+			// another worker's mailboxes. Serve the next one without a
+			// scan of the slots, like the first of a pass.
+			w.follows++
+			w.st.follows++
+			idle = true
+			continue
+		}
+		// mb's batch may have sent to one of our own mailboxes: follow
+		// the chain there.
+		if nx := w.next; nx != nil {
 			w.next = nil
 			w.follows++
 			if !w.visit(nx) {
 				return
 			}
 			w.st.follows++
-			// A chain followed within the bound: the next handoff is
-			// served without a scan of the slots, like the first of a
-			// pass (the bound makes the pass come).
-			idle = true
+			idle = true // as above, for a handoff its batch may leave
 		}
 	}
 }

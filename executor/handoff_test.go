@@ -178,51 +178,75 @@ func TestParkTwoPhaseDelivers(t *testing.T) {
 	assert.Equal(t, n, p.calls)
 }
 
-// A worker serving a chain between two workers follows it back to its own
-// mailbox without a pass (see "Following the chain" in handoff.go), but
-// only maxFollows times per pass: a message to another of its mailboxes,
-// sent from outside while the chain goes on, is delivered before the chain
-// ends.
+// A worker serving a chain between two workers follows it without passes
+// (see "Following the chain" in handoff.go), but only maxFollows times per
+// pass: a message to another of its mailboxes, sent from outside while the
+// chain goes on, is delivered before the chain ends. The chain is a
+// ping-pong between the worker's own mailbox and the sleeping worker's, or
+// one among the sleeping worker's mailboxes alone (handed off at every
+// hop).
 func TestFollowTheChainIsBounded(t *testing.T) {
 	if !goid.Supported {
 		t.Skip("handoffs need the goroutine identity")
 	}
-	// Mailboxes 0 and 1 are worker 0's, 2 and 3 worker 1's; steals never
-	// age, so worker 1 takes nothing and the chain stays on worker 0.
-	e, err := Start(Config{Workers: 2, Queues: 4, SpareQueues: -1, SpinPasses: 1, StealAge: MaxStealAge})
-	require.NoError(t, err)
-	var stop, ended atomic.Bool
-	m := &probeMsg{}
-	pass := func(to **probe) func(*probe) Allocation {
-		return func(p *probe) Allocation {
-			if ended.Load() {
-				return Finished // the other end has finished
+	for _, among := range []string{"both workers", "the sleeper's mailboxes"} {
+		// Mailboxes 0 and 1 are worker 0's, 2 and 3 worker 1's; steals
+		// never age, so worker 1 takes nothing and the chain stays on
+		// worker 0.
+		e, err := Start(Config{Workers: 2, Queues: 4, SpareQueues: -1, SpinPasses: 1, StealAge: MaxStealAge})
+		require.NoError(t, err)
+		var stop, ended atomic.Bool
+		var hops atomic.Int64
+		m := &probeMsg{}
+		pass := func(to **probe) func(*probe) Allocation {
+			return func(p *probe) Allocation {
+				hops.Add(1)
+				if ended.Load() {
+					return Finished // the other end has finished
+				}
+				require.NoError(t, Send(&(*to).cell, *to, m, probeBehaviour))
+				if stop.Load() {
+					ended.Store(true) // the last hop: the other end finishes on it
+					return Finished
+				}
+				return Nodelete
 			}
-			require.NoError(t, Send(&(*to).cell, *to, m, probeBehaviour))
-			if stop.Load() {
-				ended.Store(true) // the last hop: the other end finishes on it
+		}
+		var a, b, c *probe
+		a, b, c = &probe{}, &probe{}, &probe{}
+		if among == "both workers" {
+			a.fn, b.fn = pass(&b), pass(&a)
+			c = finishingProbe(1, nil)
+		} else {
+			// a, on worker 0, starts the chain between b and c.
+			a.fn = func(*probe) Allocation {
+				require.NoError(t, Send(&b.cell, b, m, probeBehaviour))
 				return Finished
 			}
-			return Nodelete
+			b.fn, c.fn = pass(&c), pass(&b)
 		}
+		var got atomic.Int64
+		x := finishingProbe(1, &got)
+		a.spawn(t, e) // ticket 0: mailbox 0, worker 0
+		x.spawn(t, e) // ticket 1: mailbox 1, worker 0
+		b.spawn(t, e) // ticket 2: mailbox 2, worker 1
+		c.spawn(t, e) // ticket 3: mailbox 3, worker 1
+		waitAllParked(t, e)
+		a.send(t, m)
+		// A worker that follows a chain publishes its statistics only
+		// between passes: wait for hops, and count follows at the end.
+		require.Eventually(t, func() bool { return hops.Load() > 1000 }, 10*time.Second, 50*time.Microsecond,
+			"%s: the chain did not start (%d hops)", among, hops.Load())
+		x.send(t, &probeMsg{})
+		assert.Eventually(t, func() bool { return got.Load() == 1 }, 10*time.Second, 50*time.Microsecond,
+			"%s: the chain kept its worker from another mailbox", among)
+		stop.Store(true)
+		if among == "both workers" {
+			c.send(t, &probeMsg{}) // c is not in the chain: finish it
+		}
+		require.NoError(t, e.Stop(context.Background()))
+		assert.Positive(t, follows(e), "%s: the chain was never followed", among)
 	}
-	var a, b *probe
-	a, b = &probe{}, &probe{}
-	a.fn, b.fn = pass(&b), pass(&a)
-	var got atomic.Int64
-	c := finishingProbe(1, &got)
-	a.spawn(t, e) // ticket 0: mailbox 0, worker 0
-	c.spawn(t, e) // ticket 1: mailbox 1, worker 0
-	b.spawn(t, e) // ticket 2: mailbox 2, worker 1
-	waitAllParked(t, e)
-	a.send(t, m)
-	require.Eventually(t, func() bool { return follows(e) > 0 }, 10*time.Second, 50*time.Microsecond,
-		"the chain was never followed")
-	c.send(t, &probeMsg{})
-	assert.Eventually(t, func() bool { return got.Load() == 1 }, 10*time.Second, 50*time.Microsecond,
-		"the chain kept its worker from another mailbox")
-	stop.Store(true)
-	require.NoError(t, e.Stop(context.Background()))
 }
 
 // follows sums the mailboxes the workers visited by following a chain.

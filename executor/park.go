@@ -251,7 +251,8 @@ func (w *worker) park() {
 	w.st.Parks++
 	w.publish(e.statsEpoch.Load()) // with this park counted
 	start := time.Now()
-	if w.futexPhase > 0 && e.futexSlots.Load() > 0 {
+	inFutex, caught := false, false
+	if w.futexPhase > 0 && w.futexWanted() && e.futexSlots.Load() > 0 {
 		// S4, phase one, if a slot is free: a wake-up within it is one
 		// FUTEX_WAKE (see initPark for who may have this phase).
 		if e.futexSlots.Add(-1) >= 0 {
@@ -259,6 +260,7 @@ func (w *worker) park() {
 				testHookFutexPhase(e, 1)
 			}
 			w.ev.WaitFutex(&w.state, workerParked, w.futexPhase)
+			inFutex, caught = true, w.state.Load() != workerParked
 			if testHookFutexPhase != nil {
 				testHookFutexPhase(e, -1)
 			}
@@ -278,8 +280,46 @@ func (w *worker) park() {
 		testHookWoken(w)
 	}
 	e.waking.Add(-1) // woken (the loop ends only once a waker moved us)
-	w.st.ParkedTime += time.Since(start)
+	parked := time.Since(start)
+	w.st.ParkedTime += parked
+	if w.futexPhase > 0 {
+		w.futexOutcome(inFutex, caught, parked)
+	}
 	w.reclaimOwn()
+}
+
+// Skipping a futex phase that does not pay. A worker whose sleeps outlast
+// the futex phase (a steady low rate of messages: a pipeline fed at 1-10k
+// messages per second) pays for the phase without its benefit: the
+// thread wakes at the phase's timeout, and the runtime hands processors
+// around the system call, only to sleep on the channel anyway. So a worker
+// whose last futexMissLimit phases all ended in the timeout parks on the
+// channel directly, except every futexProbeEvery-th park, which takes the
+// phase again to see whether sleeps got short; any sleep shorter than the
+// phase, or a phase ended by a wake-up, resets the count. A policy only:
+// the wake-up protocol does not depend on the phase.
+const (
+	futexMissLimit  = 4 // consecutive phases ended by the timeout before phases are skipped
+	futexProbeEvery = 8 // while skipping, every futexProbeEvery-th park takes the phase
+)
+
+// futexWanted reports whether the park about to sleep should take the futex
+// phase (see above). Called by the worker's goroutine, after counting the
+// park in st.Parks.
+func (w *worker) futexWanted() bool {
+	return w.futexMisses < futexMissLimit || w.st.Parks%futexProbeEvery == 0
+}
+
+// futexOutcome records how a park ended: whether it took the futex phase
+// (inFutex), whether a wake-up ended the phase (caught), and how long it
+// slept in all.
+func (w *worker) futexOutcome(inFutex, caught bool, parked time.Duration) {
+	switch {
+	case caught || parked < w.futexPhase:
+		w.futexMisses = 0 // a short sleep: the phase pays
+	case inFutex:
+		w.futexMisses++
+	}
 }
 
 // testHookFutexPhase, if set (by tests only, before Start), is called by

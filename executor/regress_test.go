@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actord/actord/internal/copyq"
+	"github.com/actord/actord/internal/event"
 	"github.com/actord/actord/stealing"
 )
 
@@ -320,6 +321,67 @@ func TestFutexPhaseSlots(t *testing.T) {
 		}
 		assert.Equal(t, slots, e.futexSlots.Load(), "%v: every slot given back", park)
 	}
+}
+
+// The futex phase is skipped after futexMissLimit phases in a row ended by
+// their timeout, taken again every futexProbeEvery-th park while skipped,
+// and wanted again after any short sleep.
+func TestFutexPhaseSkippedWhileSleepsOutlastIt(t *testing.T) {
+	w := &worker{futexPhase: 50 * time.Microsecond}
+	long, short := time.Millisecond, 10*time.Microsecond
+	park := func() bool { // one park as park makes it: counted, then the phase
+		w.st.Parks++
+		return w.futexWanted()
+	}
+	for i := 0; i < futexMissLimit; i++ {
+		require.True(t, park(), "park %d: the phase is skipped before %d misses", i, futexMissLimit)
+		w.futexOutcome(true, false, long)
+	}
+	taken := 0
+	for i := 0; i < 4*futexProbeEvery; i++ {
+		in := park()
+		if in {
+			taken++
+		}
+		w.futexOutcome(in, false, long)
+	}
+	assert.Equal(t, 4, taken, "probes while skipping")
+	// A short sleep, the phase skipped or not, wants the phase back.
+	w.futexOutcome(park(), false, short)
+	assert.True(t, park(), "a short sleep did not bring the phase back")
+	w.futexOutcome(true, true, long) // a phase ended by a wake-up: caught
+	assert.Zero(t, w.futexMisses)
+}
+
+// A worker parked between messages spaced more widely than the futex phase
+// stops taking the phase (most parks sleep on the channel directly), and
+// every message is delivered.
+func TestFutexPhaseSkippedAtALowRate(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("no futex phase with one processor")
+	}
+	var entered atomic.Int64
+	testHookFutexPhase = func(_ *Executor, delta int) {
+		if delta > 0 {
+			entered.Add(1)
+		}
+	}
+	defer func() { testHookFutexPhase = nil }()
+	e, err := Start(Config{Workers: 1, SpinPasses: 1})
+	require.NoError(t, err)
+	const n = 48
+	var got atomic.Int64
+	p := finishingProbe(n, &got)
+	p.spawn(t, e)
+	for i := 0; i < n; i++ {
+		time.Sleep(4 * event.TwoPhaseFutex)
+		p.send(t, &probeMsg{})
+	}
+	require.NoError(t, e.Stop(context.Background()))
+	assert.Equal(t, int64(n), got.Load())
+	parks := e.Stats().Workers[0].Parks
+	require.GreaterOrEqual(t, parks, uint64(n/2), "the worker hardly parked")
+	assert.Less(t, uint64(entered.Load()), parks/2, "the futex phase was taken at most parks")
 }
 
 // A worker that has spun out its budget while another worker's wake-up is in

@@ -51,15 +51,16 @@ type worker struct {
 	// ending is the actor whose termination hooks are running, endingWord
 	// its ending state word and endingObj the object copied before the dead
 	// store; inMsgHook is set while a message's hooks run.
-	ending     *Cell
-	endingWord uint32
-	endingObj  any
-	inMsgHook  bool
-	given      *mailbox // during steal: the mailbox the swap gave the victim
-	taken      *mailbox // during steal: the mailbox the swap took from it
-	spawned    int      // actors this worker placed (PlaceLocal round-robin)
-	spinner    bool     // this worker holds one of the e.spinning places (see park.go)
-	busyPasses uint     // passes that found work (see pass: the backlog check)
+	ending      *Cell
+	endingWord  uint32
+	endingObj   any
+	inMsgHook   bool
+	given       *mailbox // during steal: the mailbox the swap gave the victim
+	taken       *mailbox // during steal: the mailbox the swap took from it
+	spawned     int      // actors this worker placed (PlaceLocal round-robin)
+	spinner     bool     // this worker holds one of the e.spinning places (see park.go)
+	busyPasses  uint     // passes that found work (see pass: the backlog check)
+	futexMisses int      // consecutive futex phases ended by their timeout (see futexWanted)
 	// backlogSeen is set by steal when its attempt saw mailboxes of
 	// another worker waiting (candidates), cleared when it saw none; read
 	// by spinForBacklog. runqIdle caches "no goroutine runnable" for

@@ -148,13 +148,7 @@ func (w *worker) visit(mb *mailbox) bool {
 		// what is left), or emptied already: nothing to do.
 		return false
 	}
-	if mb.drainer.Load() != &w.batch {
-		mb.drainer.Store(&w.batch)
-	}
-	w.cur = mb
-	w.regulps = 0
-	w.gulped = n
-	w.processCurrent()
+	w.processGulped(mb, n)
 	return true
 }
 

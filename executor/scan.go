@@ -47,13 +47,7 @@ func (w *worker) pass() bool {
 		if w.spinner {
 			w.stopSpinning() // found work: no longer spinning (and the watcher may see it stuck)
 		}
-		if mb.drainer.Load() != &w.batch {
-			mb.drainer.Store(&w.batch)
-		}
-		w.cur = mb
-		w.regulps = 0
-		w.gulped = n
-		w.processCurrent()
+		w.processGulped(mb, n)
 		if e.shutdown.Load() {
 			w.flushHandoff()
 			return true
@@ -87,6 +81,19 @@ func (w *worker) pass() bool {
 		}
 	}
 	return busy > 0
+}
+
+// processGulped processes the n envelopes just gulped from mb: it makes mb
+// the current mailbox, recorded as drained by this worker's batch (for the
+// local send path, see send), and calls processCurrent.
+func (w *worker) processGulped(mb *mailbox, n int) {
+	if mb.drainer.Load() != &w.batch {
+		mb.drainer.Store(&w.batch)
+	}
+	w.cur = mb
+	w.regulps = 0
+	w.gulped = n
+	w.processCurrent()
 }
 
 // processCurrent drains the batch of w.cur, re-taking the mailbox while it

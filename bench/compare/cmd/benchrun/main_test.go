@@ -130,6 +130,24 @@ func TestTargets(t *testing.T) {
 	require.Equal(t, pass, status("matrix: within 5%", "1"))         // 1.04 against hollywood's 1.0
 	require.Equal(t, pass, status("memory high-water mark", "2"))    // 30 against 40 MiB
 
+	// Paired by run number: actord's run r against the goroutines' run r.
+	st = aggregate([]Record{
+		{Program: "ping-pong", System: compare.Actord, Workers: 2, Run: 1, Value: 50, LowerIsBetter: true},
+		{Program: "ping-pong", System: compare.Chan, Workers: 2, Run: 1, Value: 200, LowerIsBetter: true},
+		{Program: "ping-pong", System: compare.Actord, Workers: 2, Run: 2, Value: 100, LowerIsBetter: true},
+		{Program: "ping-pong", System: compare.Chan, Workers: 2, Run: 2, Value: 100, LowerIsBetter: true},
+		{Program: "ping-pong", System: compare.Actord, Workers: 2, Run: 3, Value: 60, LowerIsBetter: true},
+		{Program: "ping-pong", System: compare.Chan, Workers: 2, Run: 3, Value: 150, LowerIsBetter: true},
+	})
+	p, n := pairedSpeedup(st[point{"ping-pong", compare.Actord, 2}], st[point{"ping-pong", compare.Chan, 2}])
+	require.Equal(t, 3, n)
+	require.Equal(t, 2.5, p) // the runs' speed-ups are 4, 1 and 2.5
+	for _, tg := range targets(st) {
+		if strings.HasPrefix(tg.name, "ping-pong") {
+			require.Contains(t, tg.measured, "paired by run: 2.50x")
+		}
+	}
+
 	// The executor targets are on 2 workers: without that run, not measured.
 	st = aggregate([]Record{rec("executor", compare.Actord, 1, 1, 1), rec("executor", compare.Chan, 1, 3, 1)})
 	require.Equal(t, notMeasured, status("executor: at least 2x", "2"))

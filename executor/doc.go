@@ -36,9 +36,9 @@
 // once), trying to steal every other pass and always before it parks (see
 // steal.go and package stealing), and longer while a worker it woke is not
 // yet running or another worker has mailboxes waiting, if a processor is
-// free for it; then it parks (by default up to 50 µs in
-// a futex, if fewer than GOMAXPROCS-1 workers are there, then on a channel;
-// see Config.Park) until a sender, a thief or Stop wakes it, or its park
+// free for it; then it parks (by default up to 50 µs in a futex, if fewer
+// than GOMAXPROCS-1 workers are there and its recent sleeps did not all
+// outlast that phase, then on a channel; see Config.Park) until a sender, a thief or Stop wakes it, or its park
 // timeout passes. A busy worker that sees a backlog wakes a parked
 // one to steal from it.
 //

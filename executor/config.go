@@ -66,7 +66,10 @@ const (
 	// one that sleeps longer gives its processor back. While every worker
 	// is in the futex phase and every processor is held by one, other
 	// goroutines of the program wait for the runtime to retake a
-	// processor, at most until the phase ends.
+	// processor, at most until the phase ends. A worker whose last 4
+	// phases all ended by the timeout (sleeps longer than the phase, as
+	// at a steady low rate of messages) skips the phase, taking it again
+	// every 8th park, until a sleep is shorter than the phase.
 	ParkTwoPhase ParkKind = ParkKind(event.KindTwoPhase)
 )
 

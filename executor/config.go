@@ -58,7 +58,13 @@ const (
 	// until the runtime retakes it.
 	ParkFutex ParkKind = ParkKind(event.KindFutex)
 	// ParkChannel sleeps on a channel receive with a timer: the Go
-	// scheduler releases the sleeping worker's processor at once.
+	// scheduler releases the sleeping worker's processor at once. A worker
+	// that is not pinned (PinCPUs) and whose previous sleep lasted 2 ms or
+	// more also unlocks its goroutine from its OS thread for this sleep
+	// (the channel phase of the other kinds too, ParkFutex excepted), so
+	// that a goroutine that wakes it and then blocks hands it its
+	// processor and thread directly, as Go does for any goroutine, instead
+	// of two thread wake-ups; it locks the thread it runs on when it wakes.
 	ParkChannel ParkKind = ParkKind(event.KindChan)
 	// ParkTwoPhase sleeps in futex(2) for at most event.TwoPhaseFutex
 	// (50 µs), then on the channel (Linux only; elsewhere ParkChannel): a
@@ -100,8 +106,10 @@ func (p Placement) String() string {
 
 // Config configures an Executor. The zero value gives the defaults.
 type Config struct {
-	// Workers is the number of worker goroutines, each locked to an OS thread.
-	// 0 means runtime.GOMAXPROCS(0). At most MaxWorkers, and at most the
+	// Workers is the number of worker goroutines, each locked to an OS thread
+	// while it runs (a worker that is not pinned, see PinCPUs, lets its
+	// thread go while it sleeps long on the channel and locks the thread it
+	// wakes on; see ParkChannel). 0 means runtime.GOMAXPROCS(0). At most MaxWorkers, and at most the
 	// process's thread limit (debug.SetMaxThreads) less a margin.
 	Workers int
 	// QueuesPerWorker is the sharding factor: Queues defaults to
@@ -127,7 +135,8 @@ type Config struct {
 	// 0 means DefaultQueueCapacity.
 	QueueCapacity int
 	// PinCPUs pins worker i to the i-th CPU of the process's allowed set
-	// (modulo its size). Linux only; elsewhere Start fails.
+	// (modulo its size). Linux only; elsewhere Start fails. A pinned
+	// worker keeps its OS thread for its whole life.
 	PinCPUs bool
 	// Steal selects the victim heuristic of queue stealing; stealing.None
 	// disables stealing. nil means stealing.LongestVictim.

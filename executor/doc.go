@@ -10,9 +10,10 @@
 //
 // # Architecture
 //
-// An Executor has Workers worker goroutines, each locked to an OS thread, and
-// Queues mailboxes (Workers*16 by default). Each actor is placed on one
-// mailbox when it is spawned and keeps it. Two arrays point at the
+// An Executor has Workers worker goroutines, each locked to an OS thread
+// while it runs (see below for long sleeps), and Queues mailboxes
+// (Workers*16 by default). Each actor is placed on one mailbox when it is
+// spawned and keeps it. Two arrays point at the
 // mailboxes: the actors' array, which never changes (senders use it through
 // their actor's Cell), and the workers' slot array, in which worker i owns a
 // contiguous range of slots and which thieves permute (stealing.TrySwapHooked).
@@ -39,7 +40,12 @@
 // free for it; then it parks (by default up to 50 µs in a futex, if fewer
 // than GOMAXPROCS-1 workers are there and its recent sleeps did not all
 // outlast that phase, then on a channel; see Config.Park) until a sender, a thief or Stop wakes it, or its park
-// timeout passes. A busy worker that sees a backlog wakes a parked
+// timeout passes. A worker that is not pinned and whose previous sleep was
+// long (2 ms or more) lets its OS thread go while it sleeps on the channel,
+// and locks the thread it wakes on: a goroutine that wakes it and then
+// blocks (a producer between two messages) hands it its processor, as Go
+// does for goroutines, instead of waking two threads. Behaviours always run
+// on a thread locked to their worker. A busy worker that sees a backlog wakes a parked
 // one to steal from it.
 //
 // # Message lifetime

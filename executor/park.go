@@ -1,10 +1,12 @@
 package executor
 
 import (
+	"runtime"
 	"runtime/metrics"
 	"time"
 
 	"github.com/actord/actord/internal/copyq"
+	"github.com/actord/actord/internal/event"
 	"github.com/actord/actord/internal/goid"
 )
 
@@ -267,8 +269,20 @@ func (w *worker) park() {
 		}
 		e.futexSlots.Add(1)
 	}
-	for w.state.Load() == workerParked {
-		w.ev.WaitChan(&w.state, workerParked, 0) // S4
+	if w.state.Load() == workerParked {
+		// S4 on the channel, without the thread if sleeps are long (see
+		// "Giving the thread back" below).
+		unlocked := w.givesThread()
+		if unlocked {
+			runtime.UnlockOSThread()
+			w.st.threadParks++
+		}
+		for w.state.Load() == workerParked {
+			w.ev.WaitChan(&w.state, workerParked, 0) // S4
+		}
+		if unlocked {
+			runtime.LockOSThread() // whichever thread runs us now
+		}
 	}
 	if w.watchWoken.Swap(false) {
 		w.st.WakeupsByTimeout++
@@ -282,10 +296,37 @@ func (w *worker) park() {
 	e.waking.Add(-1) // woken (the loop ends only once a waker moved us)
 	parked := time.Since(start)
 	w.st.ParkedTime += parked
+	w.sleptLong = parked >= threadSleep
 	if w.futexPhase > 0 {
 		w.futexOutcome(inFutex, caught, parked)
 	}
 	w.reclaimOwn()
+}
+
+// Giving the thread back. A worker's goroutine is locked to its OS thread,
+// and a locked goroutine woken on the channel needs two thread wake-ups to
+// run again: the runtime wakes a thread to find it, which hands a
+// processor to the worker's own thread and wakes that. At a low rate of
+// messages every message pays them (tens of microseconds on a busy or
+// virtual machine), while a goroutine woken by a goroutine that is about to
+// block runs on the waker's processor with none. So a worker whose last
+// sleep lasted threadSleep or more, and that is not pinned to a CPU
+// (pinning applies to its thread), unlocks its goroutine from the thread
+// for the channel phase of its sleep and locks it again to whichever thread
+// runs it when it wakes: behaviours always run on a thread locked to their
+// worker, but after a long sleep not necessarily the same one. Short sleeps
+// keep the thread: an unlocked sleeper costs the runtime's scheduler more
+// per sleep (its thread looks for other work before it sleeps, and the
+// woken goroutine is handed between processors), which at thousands of
+// sleeps a second costs more CPU than the wake-ups it saves. A policy only:
+// the wake-up protocol does not depend on it.
+const threadSleep = 2 * time.Millisecond
+
+// givesThread reports whether the sleep about to begin on the channel
+// should give the worker's thread back (see above). Called by the worker's
+// goroutine.
+func (w *worker) givesThread() bool {
+	return w.sleptLong && w.cpu < 0 && w.ev.Kind() != event.KindFutex
 }
 
 // Skipping a futex phase that does not pay. A worker whose sleeps outlast

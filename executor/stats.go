@@ -101,6 +101,7 @@ type WorkerStats struct {
 	inFlightSpins uint64 // idle passes spun past the budget while a wake-up was in flight (see spinDone)
 	backlogSpins  uint64 // idle passes spun past the budget while another worker had a backlog (see spinForBacklog)
 	follows       uint64 // mailboxes visited by following a chain (see afterVisit)
+	threadParks   uint64 // sleeps on the channel that gave the worker's thread back (see givesThread)
 	handoffs      uint64 // handed-off mailboxes this worker served itself (see handoff.go)
 	asksStarted   uint64 // requests begun on this worker (see Executor.askStarted)
 	asksDone      uint64 // requests ended on this worker

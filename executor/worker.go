@@ -61,6 +61,10 @@ type worker struct {
 	spinner     bool     // this worker holds one of the e.spinning places (see park.go)
 	busyPasses  uint     // passes that found work (see pass: the backlog check)
 	futexMisses int      // consecutive futex phases ended by their timeout (see futexWanted)
+	// sleptLong is whether the worker's last sleep lasted threadSleep or
+	// more (true before the first): its next sleep on the channel then
+	// gives its OS thread back (see "Giving the thread back" in park.go).
+	sleptLong bool
 	// backlogSeen is set by steal when its attempt saw mailboxes of
 	// another worker waiting (candidates), cleared when it saw none; read
 	// by spinForBacklog. runqIdle caches "no goroutine runnable" for
@@ -161,6 +165,7 @@ func (w *worker) initPark() {
 		kind = event.KindTwoPhase
 	}
 	w.ev.Init(kind)
+	w.sleptLong = true // an idle start: the first sleep is as good as long
 	if w.ev.Kind() == event.KindTwoPhase {
 		w.futexPhase = event.TwoPhaseFutex
 	}

@@ -82,6 +82,7 @@ type Sizes struct {
 	CycleBusy, CycleIdle        bench.CycleSize
 	Churn                       bench.ChurnSize
 	LocalityNoshare, LocalShare bench.ChurnSize
+	PipelineRare                PipelineSize // 10 msg/s: every message finds the workers asleep
 	PipelineLow, PipelineHigh   PipelineSize
 	TransferSpin, TransferProbe time.Duration
 	LeaderTransfers             int           // transfer-leader: transfers per run
@@ -107,6 +108,7 @@ func SizesFor(mode Mode, workers int) Sizes {
 			Churn:           bench.ChurnSize{Clients: 20 * workers, Spots: 10 * workers, Iterations: 50},
 			LocalityNoshare: bench.ChurnSize{Clients: 20 * workers, Spots: 10 * workers, Iterations: 50, Words: 2048, Cells: 64},
 			LocalShare:      bench.ChurnSize{Clients: 20 * workers, Spots: 10 * workers, Iterations: 50, Words: 2048, Cells: 64, Share: true},
+			PipelineRare:    PipelineSize{Stages: 12, Rate: 10, N: 5},
 			PipelineLow:     PipelineSize{Stages: 12, Rate: 1000, N: 50},
 			PipelineHigh:    PipelineSize{Stages: 12, Rate: 100_000, N: 5000},
 			TransferSpin:    20 * time.Millisecond,
@@ -136,6 +138,7 @@ func SizesFor(mode Mode, workers int) Sizes {
 		Churn:           bench.ChurnDefault(workers),
 		LocalityNoshare: bench.LocalityDefault(workers, false),
 		LocalShare:      bench.LocalityDefault(workers, true),
+		PipelineRare:    PipelineSize{Stages: 12, Rate: 10, N: 30 * scale},
 		PipelineLow:     PipelineSize{Stages: 12, Rate: 1000, N: 1000 * scale},
 		PipelineHigh:    PipelineSize{Stages: 12, Rate: 100_000, N: 100_000 * scale},
 		TransferSpin:    100 * time.Millisecond,
@@ -195,6 +198,7 @@ var (
 	runtime_ = Metric{Name: "runtime-s", Label: "runtime (s)", Lower: true}
 	msgPerS  = Metric{Name: "msg/s", Label: "messages per second"}
 	opsPerS  = Metric{Name: "ops/s", Label: "operations per second", Key: "ops/s"}
+	p50      = Metric{Name: "p50-us", Label: "median latency (µs)", Lower: true, Key: "p50-us"}
 	p99      = Metric{Name: "p99-us", Label: "99th percentile latency (µs)", Lower: true, Key: "p99-us"}
 	perLead  = Metric{Name: "us/transfer", Label: "time per leader transfer (µs)", Lower: true, Key: "us/transfer"}
 	behind99 = Metric{Name: "behind-p99-ms", Label: "99th percentile delay behind the spinner (ms)", Lower: true, Key: "behind-p99-ms"}
@@ -269,6 +273,8 @@ var Programs = []*Program{
 		Doc: "locality, noshare: churn where each client touches its own array"},
 	{Name: "locality-share", Metric: opsPerS, Systems: allSystems, run: runChurn(func(s Sizes) bench.ChurnSize { return s.LocalShare }),
 		Doc: "locality, share: churn where the arrays travel with the wake-ups"},
+	{Name: "pipeline-rare", Metric: p50, Systems: allSystems, run: runPipeline(func(s Sizes) PipelineSize { return s.PipelineRare }),
+		Doc: "constant-rate pipeline of 12 actors at 10 msg/s: median end-to-end latency when every message finds the system idle"},
 	{Name: "pipeline-low", Metric: p99, Systems: allSystems, run: runPipeline(func(s Sizes) PipelineSize { return s.PipelineLow }),
 		Doc: "constant-rate pipeline of 12 actors at a low rate: end-to-end latency"},
 	{Name: "pipeline-high", Metric: p99, Systems: allSystems, run: runPipeline(func(s Sizes) PipelineSize { return s.PipelineHigh }),

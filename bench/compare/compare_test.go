@@ -24,6 +24,7 @@ func testSizes(workers int) Sizes {
 	s.Churn.Iterations = 10
 	s.LocalityNoshare.Iterations = 10
 	s.LocalShare.Iterations = 10
+	s.PipelineRare.N = 3
 	s.PipelineLow.N = 10
 	s.PipelineHigh.N = 500
 	s.LeaderTransfers = 5

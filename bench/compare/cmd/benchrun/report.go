@@ -294,6 +294,8 @@ func targets(st map[point]*stat) []target {
 	ts = append(ts, speedupTargets(st, "token ring: at least 2x faster than goroutines on 2 workers", "token-ring", compare.Chan, 2, 2)...)
 	ts = append(ts, speedupTargets(st, "churn: at least 1.5x goroutines on 2 workers", "churn", compare.Chan, 1.5, 2)...)
 	ts = append(ts, speedupTargets(st, "busy cycle: at least 2x goroutines on 2 workers", "cycle", compare.Chan, 2, 2)...)
+	ts = append(ts, speedupTargets(st, "pipeline at 10 msg/s: median latency at most goroutines' on 2 workers", "pipeline-rare", compare.Chan, 1, 2)...)
+	ts = append(ts, speedupTargets(st, "pipeline at 1k msg/s: p99 latency at most goroutines' on 2 workers", "pipeline-low", compare.Chan, 1, 2)...)
 	// Matrix: within 5% of the best peer.
 	name := "matrix: within 5% of the best peer (compute-bound)"
 	mws := workersOf(st, "matrix", compare.Actord)

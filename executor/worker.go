@@ -62,7 +62,7 @@ type worker struct {
 	busyPasses  uint     // passes that found work (see pass: the backlog check)
 	futexMisses int      // consecutive futex phases ended by their timeout (see futexWanted)
 	// sleptLong is whether the worker's last sleep lasted threadSleep or
-	// more (false before the first): its next sleep on the channel then
+	// more (true before the first): its next sleep on the channel then
 	// gives its OS thread back (see "Giving the thread back" in park.go).
 	sleptLong bool
 	// backlogSeen is set by steal when its attempt saw mailboxes of
@@ -165,6 +165,7 @@ func (w *worker) initPark() {
 		kind = event.KindTwoPhase
 	}
 	w.ev.Init(kind)
+	w.sleptLong = true // a worker's first sleep waits for the first work: as good as long
 	if w.ev.Kind() == event.KindTwoPhase {
 		w.futexPhase = event.TwoPhaseFutex
 	}

@@ -83,6 +83,10 @@ type stressConfig struct {
 	actors, senders   int
 	messagesPerSender int
 	maxHops           int
+	// pauseEvery > 0: each sender sleeps pause after every pauseEvery
+	// messages instead of the short random pauses.
+	pauseEvery int
+	pause      time.Duration
 }
 
 func runStress(t *testing.T, sc stressConfig) {
@@ -111,7 +115,11 @@ func runStress(t *testing.T, sc stressConfig) {
 				if err := actor.Send(h.actors[to], m, (*stressActor).receive); err != nil {
 					h.violation("external send failed: %v", err)
 				}
-				if i%512 == 0 {
+				if sc.pauseEvery > 0 {
+					if i%sc.pauseEvery == 0 {
+						time.Sleep(sc.pause)
+					}
+				} else if i%512 == 0 {
 					time.Sleep(time.Duration(rng.IntN(200)) * time.Microsecond) // let workers park
 				}
 			}
@@ -166,6 +174,9 @@ func TestStress(t *testing.T) {
 		{name: "no stealing, default batches",
 			cfg:    executor.Config{Workers: 4, Steal: stealing.None},
 			actors: 100, senders: 4, messagesPerSender: 20000 / scale, maxHops: 2},
+		{name: "long sleeps between bursts: workers let their threads go",
+			cfg:    executor.Config{Workers: 4, QueuesPerWorker: 2, SpinPasses: 2},
+			actors: 24, senders: 3, messagesPerSender: 4000 / scale, maxHops: 3, pauseEvery: 100, pause: 5 * time.Millisecond},
 		{name: "single worker",
 			cfg:    executor.Config{Workers: 1},
 			actors: 10, senders: 2, messagesPerSender: 20000 / scale, maxHops: 5},

@@ -107,9 +107,8 @@ func (p Placement) String() string {
 // Config configures an Executor. The zero value gives the defaults.
 type Config struct {
 	// Workers is the number of worker goroutines, each locked to an OS thread
-	// while it runs (a worker that is not pinned, see PinCPUs, lets its
-	// thread go while it sleeps long on the channel and locks the thread it
-	// wakes on; see ParkChannel). 0 means runtime.GOMAXPROCS(0). At most MaxWorkers, and at most the
+	// while it runs (see ParkChannel for long sleeps). 0 means
+	// runtime.GOMAXPROCS(0). At most MaxWorkers, and at most the
 	// process's thread limit (debug.SetMaxThreads) less a margin.
 	Workers int
 	// QueuesPerWorker is the sharding factor: Queues defaults to

@@ -45,8 +45,8 @@
 // and locks the thread it wakes on: a goroutine that wakes it and then
 // blocks (a producer between two messages) hands it its processor, as Go
 // does for goroutines, instead of waking two threads. Behaviours always run
-// on a thread locked to their worker. A busy worker that sees a backlog wakes a parked
-// one to steal from it.
+// on a thread locked to their worker. A busy worker that sees a backlog
+// wakes a parked one to steal from it.
 //
 // # Message lifetime
 //

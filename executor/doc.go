@@ -39,8 +39,8 @@
 // yet running or another worker has mailboxes waiting, if a processor is
 // free for it; then it parks (by default up to 50 µs in a futex, if fewer
 // than GOMAXPROCS-1 workers are there and its recent sleeps did not all
-// outlast that phase, then on a channel; see Config.Park) until a sender, a thief or Stop wakes it, or its park
-// timeout passes. A worker that is not pinned and whose previous sleep was
+// outlast that phase, then on a channel; see Config.Park) until a sender,
+// a thief or Stop wakes it, or its park timeout passes. A worker that is not pinned and whose previous sleep was
 // long (2 ms or more) lets its OS thread go while it sleeps on the channel,
 // and locks the thread it wakes on: a goroutine that wakes it and then
 // blocks (a producer between two messages) hands it its processor, as Go

@@ -59,9 +59,11 @@ const (
 	ParkFutex ParkKind = ParkKind(event.KindFutex)
 	// ParkChannel sleeps on a channel receive with a timer: the Go
 	// scheduler releases the sleeping worker's processor at once. A worker
-	// that is not pinned (PinCPUs) and whose previous sleep lasted 2 ms or
-	// more also unlocks its goroutine from its OS thread for this sleep
-	// (the channel phase of the other kinds too, ParkFutex excepted), so
+	// that is not pinned (PinCPUs) and sleeps at a low rate (its previous
+	// sleep lasted 2 ms or more, or its sleeps average 0.5 ms or more
+	// between single messages; see park.go) also unlocks its goroutine
+	// from its OS thread for this sleep (the channel phase of the other
+	// kinds too, ParkFutex excepted), so
 	// that a goroutine that wakes it and then blocks hands it its
 	// processor and thread directly, as Go does for any goroutine, instead
 	// of two thread wake-ups; it locks the thread it runs on when it wakes.

@@ -105,7 +105,13 @@ func (w *worker) spinDone(idle, visits int) bool {
 		}
 	}
 	cfg := &w.e.cfg
-	if idle < cfg.SpinPasses && visits < cfg.SpinPasses*spinVisitsPerPass {
+	budget := cfg.SpinPasses
+	if w.spinShort {
+		// Woken from a sleep at a low rate: a short spin (see "Giving the
+		// thread back").
+		budget = max(budget/lowRateSpinDiv, 1)
+	}
+	if idle < budget && visits < budget*spinVisitsPerPass {
 		return false
 	}
 	// Spun out. Keep spinning, up to spinInFlight times the budget, while
@@ -253,7 +259,7 @@ func (w *worker) park() {
 	w.st.Parks++
 	w.publish(e.statsEpoch.Load()) // with this park counted
 	start := time.Now()
-	inFutex, caught := false, false
+	inFutex, caught, unlocked, spinShort := false, false, false, false
 	if w.futexPhase > 0 && w.futexWanted() && e.futexSlots.Load() > 0 {
 		// S4, phase one, if a slot is free: a wake-up within it is one
 		// FUTEX_WAKE (see initPark for who may have this phase).
@@ -272,7 +278,8 @@ func (w *worker) park() {
 	if w.state.Load() == workerParked {
 		// S4 on the channel, without the thread if sleeps are long (see
 		// "Giving the thread back" below).
-		unlocked := w.givesThread()
+		unlocked = w.givesThread()
+		spinShort = unlocked && w.lowRate()
 		if unlocked {
 			runtime.UnlockOSThread()
 			w.st.threadParks++
@@ -296,7 +303,7 @@ func (w *worker) park() {
 	e.waking.Add(-1) // woken (the loop ends only once a waker moved us)
 	parked := time.Since(start)
 	w.st.ParkedTime += parked
-	w.sleptLong = parked >= threadSleep
+	w.noteSleep(parked, spinShort)
 	if w.futexPhase > 0 {
 		w.futexOutcome(inFutex, caught, parked)
 	}
@@ -309,24 +316,74 @@ func (w *worker) park() {
 // processor to the worker's own thread and wakes that. At a low rate of
 // messages every message pays them (tens of microseconds on a busy or
 // virtual machine), while a goroutine woken by a goroutine that is about to
-// block runs on the waker's processor with none. So a worker whose last
-// sleep lasted threadSleep or more, and that is not pinned to a CPU
-// (pinning applies to its thread), unlocks its goroutine from the thread
-// for the channel phase of its sleep and locks it again to whichever thread
-// runs it when it wakes: behaviours always run on a thread locked to their
-// worker, but after a long sleep not necessarily the same one. Short sleeps
-// keep the thread: an unlocked sleeper costs the runtime's scheduler more
-// per sleep (its thread looks for other work before it sleeps, and the
-// woken goroutine is handed between processors), which at thousands of
-// sleeps a second costs more CPU than the wake-ups it saves. A policy only:
-// the wake-up protocol does not depend on it.
-const threadSleep = 2 * time.Millisecond
+// block runs on the waker's processor with none. So a worker that sleeps at
+// a low rate, and that is not pinned to a CPU (pinning applies to its
+// thread), unlocks its goroutine from the thread for the channel phase of
+// its sleep and locks it again to whichever thread runs it when it wakes:
+// behaviours always run on a thread locked to their worker, but after such
+// a sleep not necessarily the same one. A low rate is either
+//
+//   - a last sleep of threadSleep or more (and the first sleep), or
+//   - sleeps of threadSleepMid or more on average (a moving average with
+//     weight 1/4, each sleep counted up to sleepAvgCap) between awake
+//     periods that take their messages one at a time (fewer than two per
+//     gulp, averaged the same way): a chain of single messages arriving
+//     every millisecond or so, such as a pipeline fed at a thousand
+//     messages a second.
+//
+// Other sleeps keep the thread: an unlocked sleeper costs the runtime's
+// scheduler more per sleep (its thread looks for other work before it
+// sleeps, and the woken goroutine is handed between processors), which at
+// thousands of sleeps a second costs more CPU than the wake-ups it saves.
+// Short sleeps are those of a busy worker; a worker fed ten thousand
+// messages a second while it keeps its thread sleeps about a millisecond
+// too, but wakes to batches of messages (the senders' sends gather while
+// the locked worker wakes), and unlocked it would sleep once per message
+// or two instead. The cap lets a worker that has been idle for long return
+// to its thread within a few short sleeps.
+//
+// A worker woken from a sleep that gave its thread back by the average rule
+// spins 1/lowRateSpinDiv of its budget (Config.SpinPasses, at least one
+// pass) before it parks again, unless spinDone's reasons to spin longer
+// hold: at such a rate the next message is a sleep away, and the spin would
+// only burn the CPU the thread was given back to save. (After one long
+// sleep the rate is not known yet: the whole budget.)
+//
+// A policy only: the wake-up protocol does not depend on it.
+const (
+	threadSleep    = 2 * time.Millisecond
+	threadSleepMid = 500 * time.Microsecond
+	sleepAvgCap    = 2 * threadSleep
+	lowRateSpinDiv = 4
+)
 
 // givesThread reports whether the sleep about to begin on the channel
 // should give the worker's thread back (see above). Called by the worker's
 // goroutine.
 func (w *worker) givesThread() bool {
-	return w.sleptLong && w.cpu < 0 && w.ev.Kind() != event.KindFutex
+	if w.cpu >= 0 || w.ev.Kind() == event.KindFutex {
+		return false
+	}
+	return w.sleptLong || w.lowRate()
+}
+
+// lowRate reports whether the worker's averages say that it sleeps at a low
+// rate of single messages (the second rule above).
+func (w *worker) lowRate() bool {
+	return w.sleepAvg >= threadSleepMid && w.gulpAvg < 2*16
+}
+
+// noteSleep records a sleep of length parked, after which the worker spins
+// briefly if spinShort, and the awake period that preceded it, for
+// givesThread and spinDone. Called by the worker's goroutine when it wakes.
+func (w *worker) noteSleep(parked time.Duration, spinShort bool) {
+	w.sleptLong = parked >= threadSleep
+	w.spinShort = spinShort
+	w.sleepAvg += (min(parked, sleepAvgCap) - w.sleepAvg) / 4
+	if w.awakeGulps > 0 {
+		w.gulpAvg += (w.awakeMsgs*16/w.awakeGulps - w.gulpAvg) / 4
+	}
+	w.awakeGulps, w.awakeMsgs = 0, 0
 }
 
 // Skipping a futex phase that does not pay. A worker whose sleeps outlast

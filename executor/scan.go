@@ -93,6 +93,8 @@ func (w *worker) processGulped(mb *mailbox, n int) {
 	w.cur = mb
 	w.regulps = 0
 	w.gulped = n
+	w.awakeGulps++
+	w.awakeMsgs += n
 	w.processCurrent()
 }
 

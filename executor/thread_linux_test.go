@@ -3,10 +3,12 @@ package executor
 import (
 	"context"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/actord/actord/internal/event"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
@@ -56,7 +58,9 @@ func competitor(stop <-chan struct{}) {
 // forgets to lock a thread again when it wakes.
 func TestThreadGivenBackOnLongSleeps(t *testing.T) {
 	stop := make(chan struct{})
-	defer close(stop)
+	var stopOnce sync.Once
+	stopCompetitors := func() { stopOnce.Do(func() { close(stop) }) }
+	defer stopCompetitors()
 	for range 2 {
 		go competitor(stop)
 	}
@@ -76,9 +80,19 @@ func TestThreadGivenBackOnLongSleeps(t *testing.T) {
 	st := e.Stats().Workers[0]
 	assert.GreaterOrEqual(t, st.threadParks, uint64(long/2), "the worker kept its thread through long sleeps")
 
-	// Short sleeps: each message sent as soon as the previous one ran.
-	parks0, given0 := st.Parks, st.threadParks
+	// Short sleeps: each message sent as soon as the previous one ran,
+	// without the competitors, which would lengthen them. Counted once the moving averages have forgotten the long sleeps, and
+	// only if the sleeps were short indeed: on a machine loaded enough to
+	// make them average threadSleepMid, single messages are a low rate
+	// (see TestGivesThreadPolicy).
+	var parks0, given0 uint64
+	var slept0 time.Duration
+	stopCompetitors()
 	for i := range short {
+		if i == short/2 {
+			st := e.Stats().Workers[0]
+			parks0, given0, slept0 = st.Parks, st.threadParks, st.ParkedTime
+		}
 		p.send(t, &probeMsg{})
 		for got.Load() != int64(long+i+1) {
 			runtime.Gosched()
@@ -87,9 +101,130 @@ func TestThreadGivenBackOnLongSleeps(t *testing.T) {
 	require.NoError(t, e.Stop(context.Background()))
 	st = e.Stats().Workers[0]
 	parks, given := st.Parks-parks0, st.threadParks-given0
-	require.GreaterOrEqual(t, parks, uint64(short/4), "the worker hardly parked")
-	assert.Less(t, given, parks/2, "the worker gave its thread back after short sleeps")
+	switch mean := (st.ParkedTime - slept0) / time.Duration(max(parks, 1)); {
+	case parks < short/20:
+		t.Logf("%d parks: too few to judge", parks)
+	case mean >= threadSleepMid/2:
+		t.Logf("sleeps of %v on average: not short here", mean)
+	default:
+		assert.Less(t, given, parks/2, "the worker gave its thread back after short sleeps (%v on average)", mean)
+	}
+	if testing.Verbose() {
+		t.Logf("%d parks, %d gave the thread back", parks, given)
+	}
 	assert.Zero(t, moved.Load(), "a behaviour ran on a thread not locked to it")
+}
+
+// A worker fed single messages about a millisecond apart (sleeps shorter
+// than threadSleep, but of threadSleepMid or more) gives its thread back,
+// and its behaviours still run on a thread locked to it. Fails without the
+// average rule of "Giving the thread back" (such sleeps then keep the
+// thread) and if the worker forgets to lock a thread again.
+func TestThreadGivenBackAtALowRate(t *testing.T) {
+	stop := make(chan struct{})
+	defer close(stop)
+	go competitor(stop)
+	e, err := Start(Config{Workers: 1, Park: ParkChannel})
+	require.NoError(t, err)
+	const n = 80
+	var got, moved atomic.Int64
+	p := threadProbe(n, &got, &moved)
+	p.spawn(t, e)
+	var parks0, given0 uint64
+	for i := range n {
+		if i == n/2 { // the averages have settled: count from here
+			st := e.Stats().Workers[0]
+			parks0, given0 = st.Parks, st.threadParks
+		}
+		time.Sleep(threadSleep / 2)
+		p.send(t, &probeMsg{})
+		require.Eventually(t, func() bool { return got.Load() == int64(i+1) }, 10*time.Second, 20*time.Microsecond)
+	}
+	require.NoError(t, e.Stop(context.Background()))
+	st := e.Stats().Workers[0]
+	parks, given := st.Parks-parks0, st.threadParks-given0
+	require.GreaterOrEqual(t, parks, uint64(n/4), "the worker hardly parked")
+	assert.Greater(t, given, parks/2, "the worker kept its thread through a low rate of single messages")
+	assert.Zero(t, moved.Load(), "a behaviour ran on a thread not locked to it")
+}
+
+// The thread policy in isolation (see "Giving the thread back" in park.go):
+// a sequence of awake periods and sleeps, and whether the next sleep gives
+// the thread back.
+func TestGivesThreadPolicy(t *testing.T) {
+	newWorker := func() *worker {
+		w := &worker{e: &Executor{}, cpu: -1}
+		w.initPark() // the first sleep is as good as long
+		return w
+	}
+	// period records an awake period of gulps gulps taking msgs messages,
+	// then a sleep of d, as the worker does.
+	period := func(w *worker, gulps, msgs int, d time.Duration) {
+		w.awakeGulps += gulps
+		w.awakeMsgs += msgs
+		w.noteSleep(d, w.givesThread() && w.lowRate())
+	}
+	w := newWorker()
+	assert.True(t, w.givesThread(), "first sleep")
+	for range 20 {
+		period(w, 12, 12, 900*time.Microsecond) // a 12-stage chain at 1k msg/s
+	}
+	assert.True(t, w.givesThread(), "single messages about a millisecond apart")
+	assert.True(t, w.spinShort)
+
+	w = newWorker()
+	for range 20 {
+		period(w, 12, 120, time.Millisecond) // the same chain, fed batches of 10
+	}
+	assert.False(t, w.givesThread(), "batches a millisecond apart")
+	assert.False(t, w.spinShort)
+
+	w = newWorker()
+	for range 20 {
+		period(w, 1, 1, 30*time.Microsecond) // a ping-pong
+	}
+	assert.False(t, w.givesThread(), "short sleeps")
+	period(w, 1, 1, 3*threadSleep)
+	assert.True(t, w.givesThread(), "a long sleep, whatever came before")
+	assert.False(t, w.spinShort, "one long sleep says nothing of the rate yet")
+
+	// After a long idle, short sleeps take the thread back within a few
+	// sleeps: the average counts each sleep up to sleepAvgCap.
+	w = newWorker()
+	period(w, 1, 1, 10*time.Second)
+	sleeps := 0
+	for w.givesThread() {
+		period(w, 1, 1, 30*time.Microsecond)
+		sleeps++
+		require.Less(t, sleeps, 100)
+	}
+	assert.LessOrEqual(t, sleeps, 8, "a worker idle for long took too many short sleeps to keep its thread again")
+
+	w = newWorker()
+	w.cpu = 0
+	assert.False(t, w.givesThread(), "a pinned worker")
+	w = newWorker()
+	w.ev.Init(event.KindFutex)
+	assert.False(t, w.givesThread(), "a worker parking in the futex only")
+}
+
+// A worker woken from a sleep that gave its thread back by the average rule
+// spins 1/lowRateSpinDiv of its budget before it parks again; otherwise the
+// whole budget.
+func TestShortSpinAfterGivingTheThreadBack(t *testing.T) {
+	e := &Executor{cfg: Config{SpinPasses: 64}, workers: make([]*worker, 2)}
+	passes := func(short bool) int {
+		w := &worker{e: e, cpu: -1, spinShort: short}
+		for idle := 1; ; idle++ {
+			if w.spinDone(idle, idle) {
+				w.stopSpinning()
+				return idle
+			}
+			require.Less(t, idle, 100000)
+		}
+	}
+	assert.Equal(t, 64/lowRateSpinDiv, passes(true))
+	assert.Equal(t, 64, passes(false))
 }
 
 // A worker pinned to a CPU never gives its thread back: pinning applies to

@@ -61,10 +61,6 @@ type worker struct {
 	spinner     bool     // this worker holds one of the e.spinning places (see park.go)
 	busyPasses  uint     // passes that found work (see pass: the backlog check)
 	futexMisses int      // consecutive futex phases ended by their timeout (see futexWanted)
-	// sleptLong is whether the worker's last sleep lasted threadSleep or
-	// more (true before the first): its next sleep on the channel then
-	// gives its OS thread back (see "Giving the thread back" in park.go).
-	sleptLong bool
 	// backlogSeen is set by steal when its attempt saw mailboxes of
 	// another worker waiting (candidates), cleared when it saw none; read
 	// by spinForBacklog. runqIdle caches "no goroutine runnable" for
@@ -101,6 +97,19 @@ type worker struct {
 	st        WorkerStats // private counters
 	seenEpoch uint64      // last statsEpoch published
 	exitOK    bool        // the loop returned normally (not by runtime.Goexit)
+	// sleptLong is whether the worker's last sleep lasted threadSleep or
+	// more (true before the first). sleepAvg is a moving average of its
+	// sleeps (each counted up to sleepAvgCap), and gulpAvg one of the
+	// messages per gulp of its awake periods, in sixteenths; awakeGulps
+	// and awakeMsgs count the gulps and messages of the awake period
+	// under way (processGulped). spinShort is whether the last sleep gave
+	// the thread back by the average rule. All read by givesThread and
+	// spinDone: see "Giving the thread back" in park.go.
+	sleptLong             bool
+	spinShort             bool
+	sleepAvg              time.Duration
+	gulpAvg               int
+	awakeGulps, awakeMsgs int
 
 	_ cpu.CacheLinePad
 	// state is the parking protocol word (workerRunning, ...). Written by

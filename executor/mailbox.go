@@ -109,12 +109,32 @@ type batch struct {
 }
 
 // lock spins until it holds the lock and returns the word as it was (unlocked).
-func (m *mailbox) lock() uint64 {
+func (m *mailbox) lock() uint64 { return m.lockFor(false) }
+
+// lockFor is lock; push says that the caller is a pusher. A pusher that
+// has spun through the short busy phase without the lock, and is a worker,
+// lengthens its wait (spin.Backoff.Lengthen) before it yields: a worker's
+// yield hands its locked thread's processor to another thread, which it
+// wakes, and it then waits to be handed one back, while the holder, another
+// worker taking the same mailbox, is about to release it. Gulps and
+// releases keep the short phase: there the holder is often a goroutine
+// outside the system flooding the mailbox, and the worker's yield is what
+// lets that producer's pushes gather into large gulps (BENCHMARKS.md,
+// "Sixth round"). The identity lookup is made only once the short phase
+// has passed, so an uncontended push never pays it.
+func (m *mailbox) lockFor(push bool) uint64 {
 	var b spin.Backoff
+	asked := !push
 	for {
 		w := m.word.Load()
 		if w&wordLocked == 0 && m.word.CompareAndSwap(w, w|wordLocked) {
 			return w
+		}
+		if !asked && b.Yielding() {
+			asked = true
+			if runningWorker() != nil {
+				b.Lengthen()
+			}
 		}
 		b.Pause()
 	}
@@ -136,7 +156,7 @@ func (m *mailbox) unlock(w uint64) { m.word.Store(w) }
 // preempted or assisting the garbage collector in the allocation thus never
 // keeps the worker spinning on the lock.
 func (m *mailbox) push(c *Cell, fn unsafe.Pointer, msg any, coff, want uint32) bool {
-	w := m.lock()
+	w := m.lockFor(true)
 	for w&wordClosed == 0 && m.buf.Full() {
 		if w&wordGrowing != 0 {
 			// Another pusher is allocating: wait for it (or for a gulp
@@ -146,7 +166,7 @@ func (m *mailbox) push(c *Cell, fn unsafe.Pointer, msg any, coff, want uint32) b
 			for m.word.Load()&wordGrowing != 0 {
 				b.Pause()
 			}
-			w = m.lock()
+			w = m.lockFor(true)
 			continue
 		}
 		need := m.buf.GrowCap()
@@ -155,7 +175,7 @@ func (m *mailbox) push(c *Cell, fn unsafe.Pointer, msg any, coff, want uint32) b
 			testHookGrow(m)
 		}
 		arr := copyq.NewArray[envelope](need)
-		w = m.lock()
+		w = m.lockFor(true)
 		if m.buf.Full() {
 			m.buf.Adopt(arr)
 		}

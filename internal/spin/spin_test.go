@@ -8,10 +8,16 @@ import (
 
 // A spin lock built on Backoff must give mutual exclusion and progress even
 // with many more goroutines than processors (the holder may be descheduled).
-func TestBackoffLockProgress(t *testing.T) {
+func TestBackoffLockProgress(t *testing.T) { lockProgress(t, 32, 2000, false) }
+
+// The lengthened backoff keeps mutual exclusion and progress too.
+func TestLengthenedBackoffLockProgress(t *testing.T) { lockProgress(t, 16, 1000, true) }
+
+// lockProgress runs goroutines goroutines that each take a spin lock built
+// on Backoff iters times (lengthened if lengthen) to increment a counter.
+func lockProgress(t *testing.T, goroutines, iters int, lengthen bool) {
 	var word atomic.Uint32
 	counter := 0
-	const goroutines, iters = 32, 2000
 	var wg sync.WaitGroup
 	for g := 0; g < goroutines; g++ {
 		wg.Add(1)
@@ -19,6 +25,9 @@ func TestBackoffLockProgress(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < iters; i++ {
 				var b Backoff
+				if lengthen {
+					b.Lengthen()
+				}
 				for !word.CompareAndSwap(0, 1) {
 					b.Pause()
 				}
@@ -65,32 +74,5 @@ func TestLengthenedBackoffYieldsLater(t *testing.T) {
 	b.Lengthen() // after the short phase: the wait goes on spinning
 	if b.Yielding() {
 		t.Error("a wait lengthened at the end of its short phase yields at once")
-	}
-}
-
-// The lengthened backoff keeps mutual exclusion and progress too.
-func TestLengthenedBackoffLockProgress(t *testing.T) {
-	var word atomic.Uint32
-	counter := 0
-	const goroutines, iters = 16, 1000
-	var wg sync.WaitGroup
-	for g := 0; g < goroutines; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < iters; i++ {
-				var b Backoff
-				b.Lengthen()
-				for !word.CompareAndSwap(0, 1) {
-					b.Pause()
-				}
-				counter++
-				word.Store(0)
-			}
-		}()
-	}
-	wg.Wait()
-	if counter != goroutines*iters {
-		t.Fatalf("counter = %d, want %d", counter, goroutines*iters)
 	}
 }

@@ -276,7 +276,7 @@ func (w *worker) park() {
 		e.futexSlots.Add(1)
 	}
 	if w.state.Load() == workerParked {
-		// S4 on the channel, without the thread if sleeps are long (see
+		// S4 on the channel, without the thread at a low rate (see
 		// "Giving the thread back" below).
 		unlocked = w.givesThread()
 		spinShort = unlocked && w.lowRate()

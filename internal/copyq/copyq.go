@@ -19,23 +19,40 @@
 // never below a floor: the half-use check keeps a queue whose load peaks just
 // above a power of two from oscillating between two sizes. In Go every shrink
 // is a new allocation plus a copy, so shrinking a little after every such
-// drain would allocate on nearly every drain; instead, after ReclaimAfter
-// consecutive under-half drains the array is reallocated at half its
-// capacity. Since each of those drains used less than half, the halved array
-// still holds the recent peak, so no regrowth follows; capacity converges to
-// at most twice the recent peak. The window is long because buffers
-// circulate between queues whose loads differ (a gulp swaps buffers), and a
-// short window would halve buffers that the next busy queue regrows at once
-// (docs/design.md): a busy worker makes many drains per millisecond, and a
-// window of 64 let the buffers of a steady stream shrink and regrow after
-// every scheduling hiccup, the garbage slowing every sender (write
-// barriers, assists). Shrink releases a grown array at once, for queues
+// drain would allocate on nearly every drain; instead the array is
+// reallocated at half its capacity after a streak of consecutive under-half
+// drains that is both ReclaimAfter drains long and at least ReclaimAge old.
+// Since each of those drains used less than half, the halved array still
+// holds the recent peak, so no regrowth follows; capacity converges to at
+// most twice the recent peak. The window is long because buffers circulate
+// between queues whose loads differ (a gulp swaps buffers), and a short window
+// would halve buffers that the next busy queue regrows at once
+// (docs/design.md). It is measured in time as well as in drains because a busy
+// worker makes thousands of drains per millisecond: a window of drains alone
+// let the buffers of a stream from outside the system shrink and regrow after
+// every scheduling hiccup, the garbage slowing every sender (write barriers,
+// assists, collections). The clock is read once per ReclaimAfter under-half
+// drains, never per drain. Shrink releases a grown array at once, for queues
 // that have gone idle.
 package copyq
 
-// ReclaimAfter is the number of consecutive drains that used less than half of
-// the array after which the array is halved.
-const ReclaimAfter = 1024
+import "time"
+
+const (
+	// ReclaimAfter is the number of consecutive drains that used less than
+	// half of the array after which the array may be halved, and the
+	// period at which the clock is read during such a streak.
+	ReclaimAfter = 1024
+	// ReclaimAge is how long such a streak must have lasted (from its
+	// ReclaimAfter-th drain) before the array is halved.
+	ReclaimAge = time.Second
+)
+
+// clock returns a monotonic time in nanoseconds, never 0 (0 marks "not
+// read"). A variable so that tests can drive it.
+var clock = func() int64 { return int64(time.Since(epoch)) + 1 }
+
+var epoch = time.Now()
 
 // Queue is a copy queue of T. The zero value is an empty queue with no storage.
 // A Queue is not safe for concurrent use; the executor guards it with its
@@ -44,8 +61,11 @@ type Queue[T any] struct {
 	buf  []T // live elements are buf[head:]; len(buf) counts every push since the last Reset
 	head int // index of the next element to pop
 	// underHalf counts consecutive Resets whose drained length was below half
-	// the capacity; it travels with the array when queues are swapped.
-	underHalf int
+	// the capacity, and underSince is the clock at the streak's
+	// ReclaimAfter-th (0 before it); both travel with the array when queues
+	// are swapped.
+	underHalf  int
+	underSince int64
 }
 
 // New returns an empty queue with room for capacity elements.
@@ -95,7 +115,7 @@ func (q *Queue[T]) Shrink(floor int, arr []T) bool {
 		return false
 	}
 	clear(q.buf)
-	q.buf, q.head, q.underHalf = arr[:0], 0, 0
+	q.buf, q.head, q.underHalf, q.underSince = arr[:0], 0, 0, 0
 	return true
 }
 
@@ -155,14 +175,22 @@ func (q *Queue[T]) Reset(floor int) {
 	q.head = 0
 	c := cap(q.buf)
 	if c <= floor || 2*used >= c {
-		q.underHalf = 0
+		q.underHalf, q.underSince = 0, 0
 		return
 	}
 	q.underHalf++
-	if q.underHalf < ReclaimAfter {
+	if q.underHalf%ReclaimAfter != 0 {
 		return
 	}
-	q.underHalf = 0
+	now := clock()
+	if q.underSince == 0 {
+		q.underSince = now // the streak is ReclaimAfter long: now it must age
+		return
+	}
+	if now-q.underSince < int64(ReclaimAge) {
+		return
+	}
+	q.underHalf, q.underSince = 0, 0
 	nc := max(c/2, floor)
 	q.buf = make([]T, 0, nc)
 }

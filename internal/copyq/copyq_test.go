@@ -2,6 +2,7 @@ package copyq
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -114,7 +115,23 @@ func TestReclaimNeedsUnderHalfUse(t *testing.T) {
 	}
 }
 
+// fakeClock makes the package clock advance by step at every read, for the
+// duration of the test, and returns the number of reads so far.
+func fakeClock(t *testing.T, step time.Duration) func() int {
+	t.Helper()
+	old := clock
+	now, reads := int64(1), 0
+	clock = func() int64 {
+		reads++
+		now += int64(step)
+		return now
+	}
+	t.Cleanup(func() { clock = old })
+	return func() int { return reads }
+}
+
 func TestReclaimShrinksUnderUsedArrays(t *testing.T) {
+	reads := fakeClock(t, ReclaimAge) // every read is ReclaimAge after the previous one
 	q := New[int](4)
 	for i := 0; i < 1000; i++ {
 		push(&q, i)
@@ -123,7 +140,7 @@ func TestReclaimShrinksUnderUsedArrays(t *testing.T) {
 	require.Equal(t, 1024, q.Cap())
 	// A burst is over; the queue now carries 3 elements per gulp.
 	shrinks := 0
-	for round := 0; round < 10*ReclaimAfter; round++ {
+	for round := 0; round < 20*ReclaimAfter; round++ {
 		for i := 0; i < 3; i++ {
 			push(&q, i)
 		}
@@ -133,9 +150,11 @@ func TestReclaimShrinksUnderUsedArrays(t *testing.T) {
 			shrinks++
 		}
 	}
-	// 1024 halves while fewer than half the slots are used: ... 8 (3 < 4), 4 (3 >= 2): stop.
+	// Halves while fewer than half the slots are used: ... 8 (3 < 4), 4 (3 >= 2): stop.
 	require.Equal(t, 4, q.Cap())
 	require.Equal(t, 8, shrinks)
+	// The clock is read once per ReclaimAfter under-half drains: twice per halving.
+	require.Equal(t, 2*8, reads())
 	// Alternating under-half and over-half use resets the count: no shrink.
 	q2 := New[int](64)
 	for round := 0; round < 100; round++ {
@@ -152,9 +171,37 @@ func TestReclaimShrinksUnderUsedArrays(t *testing.T) {
 	require.Equal(t, 64, q2.Cap())
 }
 
-func TestReclaimRespectsFloor(t *testing.T) {
+// TestReclaimWaitsForAge: however many under-half drains a streak has, the
+// array is kept until the streak is ReclaimAge old, and an over-half drain
+// starts the age over.
+func TestReclaimWaitsForAge(t *testing.T) {
+	fakeClock(t, ReclaimAge/4) // four reads (4 * ReclaimAfter drains) per ReclaimAge
 	q := New[int](64)
-	for round := 0; round < 10*ReclaimAfter; round++ {
+	drain := func(n int) {
+		for i := 0; i < n; i++ {
+			push(&q, i)
+		}
+		q.Reset(4)
+	}
+	for round := 0; round < 4*ReclaimAfter; round++ {
+		drain(1)
+	}
+	require.Equal(t, 64, q.Cap(), "a streak of 4*ReclaimAfter drains spanning 3/4 of ReclaimAge: kept")
+	drain(40) // over half: the streak ends
+	for round := 0; round < 4*ReclaimAfter; round++ {
+		drain(1)
+	}
+	require.Equal(t, 64, q.Cap(), "a new streak ages from its own start")
+	for round := 0; round < ReclaimAfter; round++ {
+		drain(1)
+	}
+	require.Equal(t, 32, q.Cap(), "the streak reached ReclaimAge: halved")
+}
+
+func TestReclaimRespectsFloor(t *testing.T) {
+	fakeClock(t, ReclaimAge)
+	q := New[int](64)
+	for round := 0; round < 20*ReclaimAfter; round++ {
 		push(&q, 1)
 		q.Reset(16)
 	}

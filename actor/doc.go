@@ -62,7 +62,8 @@
 // Idle workers spin briefly, then sleep until a sender wakes them: an idle
 // system uses no CPU. Behaviours always run on a thread locked to their
 // worker; a worker that is not pinned (WithCPUPinning) lets its thread go
-// during long sleeps and wakes on another, as a goroutine would. Workers
+// during long sleeps (and during every sleep with a single processor) and
+// wakes on another, as a goroutine would. Workers
 // with nothing to do steal whole queues from busy ones (see package
 // stealing), so a long-running behaviour does not hold up the actors on its
 // worker's other queues.

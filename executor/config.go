@@ -61,7 +61,8 @@ const (
 	// scheduler releases the sleeping worker's processor at once. A worker
 	// that is not pinned (PinCPUs) and sleeps at a low rate (its previous
 	// sleep lasted 2 ms or more, or its sleeps average 0.5 ms or more
-	// between single messages; see park.go) also unlocks its goroutine
+	// between single messages; see park.go), or runs with a single
+	// processor (GOMAXPROCS 1 at Start), also unlocks its goroutine
 	// from its OS thread for this sleep (the channel phase of the other
 	// kinds too, ParkFutex excepted), so
 	// that a goroutine that wakes it and then blocks hands it its

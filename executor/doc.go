@@ -42,11 +42,12 @@
 // outlast that phase, then on a channel; see Config.Park) until a sender,
 // a thief or Stop wakes it, or its park timeout passes. A worker that is
 // not pinned and sleeps at a low rate (its previous sleep lasted 2 ms or
-// more, or its sleeps average 0.5 ms or more between single messages) lets
-// its OS thread go while it sleeps on the channel, spins only briefly after
-// such a sleep, and locks the thread it wakes on: a goroutine that wakes it
-// and then blocks (a producer between two messages) hands it its processor,
-// as Go does for goroutines, instead of waking two threads. Behaviours
+// more, or its sleeps average 0.5 ms or more between single messages), or
+// that runs with a single processor (GOMAXPROCS 1), lets its OS thread go
+// while it sleeps on the channel and locks the thread it wakes on: a
+// goroutine that wakes it and then blocks (a producer between two messages)
+// hands it its processor, as Go does for goroutines, instead of waking two
+// threads. After a sleep at a low rate it spins only briefly. Behaviours
 // always run on a thread locked to their worker. A busy worker that sees a
 // backlog wakes a parked one to steal from it.
 //

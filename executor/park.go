@@ -331,10 +331,24 @@ func (w *worker) park() {
 //     every millisecond or so, such as a pipeline fed at a thousand
 //     messages a second.
 //
-// Other sleeps keep the thread: an unlocked sleeper costs the runtime's
-// scheduler more per sleep (its thread looks for other work before it
-// sleeps, and the woken goroutine is handed between processors), which at
-// thousands of sleeps a second costs more CPU than the wake-ups it saves.
+// With a single processor (GOMAXPROCS 1 at Start) every sleep on the
+// channel gives the thread back, whatever the rate. There the workers and
+// every other goroutine of the program take turns on the one processor,
+// and each turn to or from a locked worker is a switch of OS threads (the
+// runtime hands the processor to the worker's thread and wakes it, then
+// the other way): a goroutine outside the system flooding an actor pays
+// two at every flood point, the worker's sleep and its wake-up. Unlocked,
+// the sleeping worker's thread runs the next goroutine itself, and the
+// woken worker resumes on the thread of whoever readied it: goroutine
+// switches, as between any two goroutines. No other processor exists for
+// the runtime to hand the woken worker to, so the cost below does not
+// arise.
+//
+// With more processors, other sleeps keep the thread: an unlocked sleeper
+// costs the runtime's scheduler more per sleep (its thread looks for other
+// work before it sleeps, and the woken goroutine is handed between
+// processors), which at thousands of sleeps a second costs more CPU than
+// the wake-ups it saves.
 // Short sleeps are those of a busy worker; a worker fed ten thousand
 // messages a second while it keeps its thread sleeps about a millisecond
 // too, but wakes to batches of messages (the senders' sends gather while
@@ -364,7 +378,7 @@ func (w *worker) givesThread() bool {
 	if w.cpu >= 0 || w.ev.Kind() == event.KindFutex {
 		return false
 	}
-	return w.sleptLong || w.lowRate()
+	return w.e.procs == 1 || w.sleptLong || w.lowRate()
 }
 
 // lowRate reports whether the worker's averages say that it sleeps at a low

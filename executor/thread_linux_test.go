@@ -102,6 +102,11 @@ func TestThreadGivenBackOnLongSleeps(t *testing.T) {
 	st = e.Stats().Workers[0]
 	parks, given := st.Parks-parks0, st.threadParks-given0
 	switch mean := (st.ParkedTime - slept0) / time.Duration(max(parks, 1)); {
+	case e.procs == 1:
+		// One processor (go test -cpu 1): every sleep gives the thread
+		// back (TestThreadGivenBackWithOneProcessor); the snapshot may fall
+		// between a sleep's two counts.
+		assert.InDelta(t, parks, given, 1, "one processor: a sleep kept the thread")
 	case parks < short/20:
 		t.Logf("%d parks: too few to judge", parks)
 	case mean >= threadSleepMid/2:
@@ -200,12 +205,51 @@ func TestGivesThreadPolicy(t *testing.T) {
 	}
 	assert.LessOrEqual(t, sleeps, 8, "a worker idle for long took too many short sleeps to keep its thread again")
 
+	// With one processor every sleep gives it back, and short sleeps keep
+	// the whole spin budget.
+	w = newWorker()
+	w.e.procs = 1
+	for range 20 {
+		period(w, 1, 1, 30*time.Microsecond)
+	}
+	assert.True(t, w.givesThread(), "one processor, short sleeps")
+	assert.False(t, w.spinShort, "one processor, short sleeps: the whole spin budget")
+	w.cpu = 0
+	assert.False(t, w.givesThread(), "one processor, a pinned worker")
+
 	w = newWorker()
 	w.cpu = 0
 	assert.False(t, w.givesThread(), "a pinned worker")
 	w = newWorker()
 	w.ev.Init(event.KindFutex)
 	assert.False(t, w.givesThread(), "a worker parking in the futex only")
+}
+
+// With a single processor a worker gives its thread back at every sleep,
+// short ones included, and its behaviours still run on a thread locked to
+// it. Fails without the single-processor rule of "Giving the thread back"
+// (short sleeps then keep the thread) and if the worker forgets to lock a
+// thread again.
+func TestThreadGivenBackWithOneProcessor(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	e, err := Start(Config{Workers: 1, SpinPasses: 1})
+	require.NoError(t, err)
+	require.Equal(t, int32(1), e.procs)
+	const n = 200
+	var got, moved atomic.Int64
+	p := threadProbe(n, &got, &moved)
+	p.spawn(t, e)
+	for i := range n {
+		p.send(t, &probeMsg{}) // short sleeps: each message as soon as the previous one ran
+		for got.Load() != int64(i+1) {
+			runtime.Gosched()
+		}
+	}
+	require.NoError(t, e.Stop(context.Background()))
+	st := e.Stats().Workers[0]
+	require.GreaterOrEqual(t, st.Parks, uint64(n/4), "the worker hardly parked")
+	assert.Equal(t, st.Parks, st.threadParks, "a sleep kept the thread with one processor")
+	assert.Zero(t, moved.Load(), "a behaviour ran on a thread not locked to it")
 }
 
 // A worker woken from a sleep that gave its thread back by the average rule

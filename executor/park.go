@@ -282,7 +282,7 @@ func (w *worker) park() {
 		spinShort = unlocked && w.lowRate()
 		if unlocked {
 			runtime.UnlockOSThread()
-			w.st.threadParks++
+			w.st.ThreadReleases++
 		}
 		for w.state.Load() == workerParked {
 			w.ev.WaitChan(&w.state, workerParked, 0) // S4

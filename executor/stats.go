@@ -96,12 +96,15 @@ type WorkerStats struct {
 	WakeupsBySender  uint64        // sleeps ended by a sender (or thief, releaser, Stop)
 	WakeupsByTimeout uint64        // sleeps ended by the park timeout
 	ParkedTime       time.Duration // total time asleep
+	// ThreadReleases counts the sleeps during which the worker gave its OS
+	// thread back to the runtime (a low rate of messages, or a single
+	// processor; see Config.Park): it locked the thread it woke on.
+	ThreadReleases uint64
 
 	passes        uint64 // passes over the worker's slots (for tests of the idle cost)
 	inFlightSpins uint64 // idle passes spun past the budget while a wake-up was in flight (see spinDone)
 	backlogSpins  uint64 // idle passes spun past the budget while another worker had a backlog (see spinForBacklog)
 	follows       uint64 // mailboxes visited by following a chain (see afterVisit)
-	threadParks   uint64 // sleeps on the channel that gave the worker's thread back (see givesThread)
 	handoffs      uint64 // handed-off mailboxes this worker served itself (see handoff.go)
 	asksStarted   uint64 // requests begun on this worker (see Executor.askStarted)
 	asksDone      uint64 // requests ended on this worker
@@ -150,6 +153,7 @@ func (s *WorkerStats) add(o *WorkerStats) {
 	s.WakeupsBySender += o.WakeupsBySender
 	s.WakeupsByTimeout += o.WakeupsByTimeout
 	s.ParkedTime += o.ParkedTime
+	s.ThreadReleases += o.ThreadReleases
 }
 
 // Stats is a snapshot of an executor's statistics.

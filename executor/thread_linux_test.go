@@ -78,7 +78,7 @@ func TestThreadGivenBackOnLongSleeps(t *testing.T) {
 		require.Eventually(t, func() bool { return got.Load() == int64(i+1) }, 10*time.Second, 50*time.Microsecond)
 	}
 	st := e.Stats().Workers[0]
-	assert.GreaterOrEqual(t, st.threadParks, uint64(long/2), "the worker kept its thread through long sleeps")
+	assert.GreaterOrEqual(t, st.ThreadReleases, uint64(long/2), "the worker kept its thread through long sleeps")
 
 	// Short sleeps: each message sent as soon as the previous one ran,
 	// without the competitors, which would lengthen them. Counted once the moving averages have forgotten the long sleeps, and
@@ -91,7 +91,7 @@ func TestThreadGivenBackOnLongSleeps(t *testing.T) {
 	for i := range short {
 		if i == short/2 {
 			st := e.Stats().Workers[0]
-			parks0, given0, slept0 = st.Parks, st.threadParks, st.ParkedTime
+			parks0, given0, slept0 = st.Parks, st.ThreadReleases, st.ParkedTime
 		}
 		p.send(t, &probeMsg{})
 		for got.Load() != int64(long+i+1) {
@@ -100,7 +100,7 @@ func TestThreadGivenBackOnLongSleeps(t *testing.T) {
 	}
 	require.NoError(t, e.Stop(context.Background()))
 	st = e.Stats().Workers[0]
-	parks, given := st.Parks-parks0, st.threadParks-given0
+	parks, given := st.Parks-parks0, st.ThreadReleases-given0
 	switch mean := (st.ParkedTime - slept0) / time.Duration(max(parks, 1)); {
 	case e.procs == 1:
 		// One processor (go test -cpu 1): every sleep gives the thread
@@ -139,7 +139,7 @@ func TestThreadGivenBackAtALowRate(t *testing.T) {
 	for i := range n {
 		if i == n/2 { // the averages have settled: count from here
 			st := e.Stats().Workers[0]
-			parks0, given0 = st.Parks, st.threadParks
+			parks0, given0 = st.Parks, st.ThreadReleases
 		}
 		time.Sleep(threadSleep / 2)
 		p.send(t, &probeMsg{})
@@ -147,7 +147,7 @@ func TestThreadGivenBackAtALowRate(t *testing.T) {
 	}
 	require.NoError(t, e.Stop(context.Background()))
 	st := e.Stats().Workers[0]
-	parks, given := st.Parks-parks0, st.threadParks-given0
+	parks, given := st.Parks-parks0, st.ThreadReleases-given0
 	require.GreaterOrEqual(t, parks, uint64(n/4), "the worker hardly parked")
 	assert.Greater(t, given, parks/2, "the worker kept its thread through a low rate of single messages")
 	assert.Zero(t, moved.Load(), "a behaviour ran on a thread not locked to it")
@@ -248,7 +248,7 @@ func TestThreadGivenBackWithOneProcessor(t *testing.T) {
 	require.NoError(t, e.Stop(context.Background()))
 	st := e.Stats().Workers[0]
 	require.GreaterOrEqual(t, st.Parks, uint64(n/4), "the worker hardly parked")
-	assert.Equal(t, st.Parks, st.threadParks, "a sleep kept the thread with one processor")
+	assert.Equal(t, st.Parks, st.ThreadReleases, "a sleep kept the thread with one processor")
 	assert.Zero(t, moved.Load(), "a behaviour ran on a thread not locked to it")
 }
 
@@ -290,6 +290,6 @@ func TestPinnedWorkerKeepsItsThread(t *testing.T) {
 	require.NoError(t, e.Stop(context.Background()))
 	st := e.Stats().Workers[0]
 	assert.GreaterOrEqual(t, st.Parks, uint64(n), "the worker hardly parked")
-	assert.Zero(t, st.threadParks, "a pinned worker gave its thread back")
+	assert.Zero(t, st.ThreadReleases, "a pinned worker gave its thread back")
 	assert.Zero(t, moved.Load())
 }

@@ -41,7 +41,7 @@ type descs struct {
 	sent, processed, localSends, missed                    *prometheus.Desc
 	gulpSize, stealSize                                    *prometheus.Desc
 	stealAttempts, stealFailures, steals, emptySteals      *prometheus.Desc
-	stealWakeups, parks, wakeups, parkedSeconds            *prometheus.Desc
+	stealWakeups, parks, wakeups, parkedSeconds, releases  *prometheus.Desc
 	created, terminated, deadLetters, dropped, panics      *prometheus.Desc
 	live, parked, queued, workers, queues, stale, snapshot *prometheus.Desc
 	asksPending, asksTimedOut, lateReplies                 *prometheus.Desc
@@ -90,6 +90,7 @@ func NewCollector() *Collector {
 		parks:         desc("parks_total", "Times the worker went to sleep after finding no work.", w...),
 		wakeups:       desc("wakeups_total", "Sleeps that ended: cause=sender (woken by a sender, thief or stop) or timeout (the park timeout passed).", labelWorker, labelCause),
 		parkedSeconds: desc("parked_seconds_total", "Time the worker spent asleep.", w...),
+		releases:      desc("thread_releases_total", "Sleeps during which the worker gave its OS thread back to the Go runtime (a low rate of messages, or a single processor), locking the thread it woke on.", w...),
 		created:       desc("actors_created_total", "Actors spawned by behaviours running on the worker; worker=\"external\" counts actors spawned from other goroutines.", w...),
 		terminated:    desc("actors_terminated_total", "Actors terminated on the worker (allocation status or panic).", w...),
 		deadLetters:   desc("dead_letters_total", "Messages the worker dropped because their actor had terminated.", w...),
@@ -199,7 +200,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, x := range []*prometheus.Desc{
 		d.sent, d.processed, d.localSends, d.missed, d.gulpSize, d.stealSize,
 		d.stealAttempts, d.stealFailures, d.steals, d.emptySteals,
-		d.stealWakeups, d.parks, d.wakeups, d.parkedSeconds,
+		d.stealWakeups, d.parks, d.wakeups, d.parkedSeconds, d.releases,
 		d.created, d.terminated, d.deadLetters, d.dropped, d.panics,
 		d.live, d.parked, d.queued, d.workers, d.queues, d.stale, d.snapshot,
 		d.asksPending, d.asksTimedOut, d.lateReplies,
@@ -255,6 +256,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(d.wakeups, float64(w.WakeupsBySender), l, causeSender)
 		counter(d.wakeups, float64(w.WakeupsByTimeout), l, causeTimeout)
 		counter(d.parkedSeconds, w.ParkedTime.Seconds(), l)
+		counter(d.releases, float64(w.ThreadReleases), l)
 		counter(d.created, float64(w.ActorsCreated), l)
 		counter(d.terminated, float64(w.ActorsTerminated), l)
 		counter(d.deadLetters, float64(w.DeadLetters), l)

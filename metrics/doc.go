@@ -46,6 +46,7 @@
 //	actord_parks_total{worker}                      times the worker went to sleep
 //	actord_wakeups_total{worker,cause}              sleeps ended: cause="sender" or "timeout"
 //	actord_parked_seconds_total{worker}             time spent asleep
+//	actord_thread_releases_total{worker}            sleeps that gave the worker's OS thread back to the runtime
 //	actord_actors_created_total{worker}             actors spawned (worker="external": from other goroutines)
 //	actord_actors_terminated_total{worker}          actors terminated
 //	actord_dead_letters_total{worker}               messages dropped because their actor had terminated

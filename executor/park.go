@@ -259,7 +259,7 @@ func (w *worker) park() {
 	w.st.Parks++
 	w.publish(e.statsEpoch.Load()) // with this park counted
 	start := time.Now()
-	inFutex, caught, unlocked, spinShort := false, false, false, false
+	inFutex, caught, unlocked := false, false, false
 	if w.futexPhase > 0 && w.futexWanted() && e.futexSlots.Load() > 0 {
 		// S4, phase one, if a slot is free: a wake-up within it is one
 		// FUTEX_WAKE (see initPark for who may have this phase).
@@ -279,7 +279,6 @@ func (w *worker) park() {
 		// S4 on the channel, without the thread at a low rate (see
 		// "Giving the thread back" below).
 		unlocked = w.givesThread()
-		spinShort = unlocked && w.lowRate()
 		if unlocked {
 			runtime.UnlockOSThread()
 			w.st.ThreadReleases++
@@ -303,7 +302,7 @@ func (w *worker) park() {
 	e.waking.Add(-1) // woken (the loop ends only once a waker moved us)
 	parked := time.Since(start)
 	w.st.ParkedTime += parked
-	w.noteSleep(parked, spinShort)
+	w.noteSleep(parked)
 	if w.futexPhase > 0 {
 		w.futexOutcome(inFutex, caught, parked)
 	}
@@ -356,19 +355,21 @@ func (w *worker) park() {
 // or two instead. The cap lets a worker that has been idle for long return
 // to its thread within a few short sleeps.
 //
-// A worker woken from a sleep that gave its thread back by the average rule
-// spins 1/lowRateSpinDiv of its budget (Config.SpinPasses, at least one
-// pass) before it parks again, unless spinDone's reasons to spin longer
-// hold: at such a rate the next message is a sleep away, and the spin would
-// only burn the CPU the thread was given back to save. (After one long
-// sleep the rate is not known yet: the whole budget.)
+// A worker whose sleeps before the one just ended averaged threadSleepMid
+// or more spins 1/lowRateSpinDiv of its budget (Config.SpinPasses, at
+// least one pass) before it parks again, unless spinDone's reasons to spin
+// longer hold, whether or not it gave its thread back: at such a rate the
+// next message is a sleep away, whether messages come one at a time or in
+// batches (a producer whose timers fire on the runtime's millisecond poll
+// sends its due messages together), and the spin would only burn CPU.
+// (After one long sleep the rate is not known yet: the whole budget.)
 //
 // A policy only: the wake-up protocol does not depend on it.
 const (
 	threadSleep    = 2 * time.Millisecond
 	threadSleepMid = 500 * time.Microsecond
 	sleepAvgCap    = 2 * threadSleep
-	lowRateSpinDiv = 4
+	lowRateSpinDiv = 16
 )
 
 // givesThread reports whether the sleep about to begin on the channel
@@ -387,12 +388,13 @@ func (w *worker) lowRate() bool {
 	return w.sleepAvg >= threadSleepMid && w.gulpAvg < 2*16
 }
 
-// noteSleep records a sleep of length parked, after which the worker spins
-// briefly if spinShort, and the awake period that preceded it, for
-// givesThread and spinDone. Called by the worker's goroutine when it wakes.
-func (w *worker) noteSleep(parked time.Duration, spinShort bool) {
+// noteSleep records a sleep of length parked and the awake period that
+// preceded it, for givesThread and spinDone: the worker spins briefly
+// after it if the sleeps before it averaged threadSleepMid or more. Called
+// by the worker's goroutine when it wakes.
+func (w *worker) noteSleep(parked time.Duration) {
 	w.sleptLong = parked >= threadSleep
-	w.spinShort = spinShort
+	w.spinShort = w.sleepAvg >= threadSleepMid
 	w.sleepAvg += (min(parked, sleepAvgCap) - w.sleepAvg) / 4
 	if w.awakeGulps > 0 {
 		w.gulpAvg += (w.awakeMsgs*16/w.awakeGulps - w.gulpAvg) / 4

@@ -167,7 +167,7 @@ func TestGivesThreadPolicy(t *testing.T) {
 	period := func(w *worker, gulps, msgs int, d time.Duration) {
 		w.awakeGulps += gulps
 		w.awakeMsgs += msgs
-		w.noteSleep(d, w.givesThread() && w.lowRate())
+		w.noteSleep(d)
 	}
 	w := newWorker()
 	assert.True(t, w.givesThread(), "first sleep")
@@ -182,7 +182,7 @@ func TestGivesThreadPolicy(t *testing.T) {
 		period(w, 12, 120, time.Millisecond) // the same chain, fed batches of 10
 	}
 	assert.False(t, w.givesThread(), "batches a millisecond apart")
-	assert.False(t, w.spinShort)
+	assert.True(t, w.spinShort, "batches a millisecond apart: the next one is a sleep away")
 
 	w = newWorker()
 	for range 20 {
@@ -252,10 +252,10 @@ func TestThreadGivenBackWithOneProcessor(t *testing.T) {
 	assert.Zero(t, moved.Load(), "a behaviour ran on a thread not locked to it")
 }
 
-// A worker woken from a sleep that gave its thread back by the average rule
-// spins 1/lowRateSpinDiv of its budget before it parks again; otherwise the
-// whole budget.
-func TestShortSpinAfterGivingTheThreadBack(t *testing.T) {
+// A worker whose sleeps averaged threadSleepMid or more spins
+// 1/lowRateSpinDiv of its budget before it parks again; otherwise the whole
+// budget.
+func TestShortSpinAtLowRates(t *testing.T) {
 	e := &Executor{cfg: Config{SpinPasses: 64}, workers: make([]*worker, 2)}
 	passes := func(short bool) int {
 		w := &worker{e: e, cpu: -1, spinShort: short}

@@ -102,9 +102,10 @@ type worker struct {
 	// sleeps (each counted up to sleepAvgCap), and gulpAvg one of the
 	// messages per gulp of its awake periods, in sixteenths; awakeGulps
 	// and awakeMsgs count the gulps and messages of the awake period
-	// under way (processGulped). spinShort is whether the last sleep gave
-	// the thread back by the average rule. All read by givesThread and
-	// spinDone: see "Giving the thread back" in park.go.
+	// under way (processGulped). spinShort is whether the sleeps before
+	// the last one averaged threadSleepMid or more (a short spin follows).
+	// All read by givesThread and spinDone: see "Giving the thread back"
+	// in park.go.
 	sleptLong             bool
 	spinShort             bool
 	sleepAvg              time.Duration

@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/actord/actord/internal/copyq"
+	"github.com/actord/actord/internal/goid"
 	"github.com/actord/actord/internal/spin"
 	"golang.org/x/sys/cpu"
 )
@@ -79,7 +80,11 @@ type mailbox struct {
 	drainer atomic.Pointer[batch]
 	// sent counts envelopes ever pushed into this mailbox. Guarded by the
 	// lock bit (incremented by pushers, read by Stats under the lock).
-	sent  uint64
+	sent uint64
+	// pushG is the goroutine identity (goid.Get) of the latest pusher, 0
+	// where identities are not supported. Guarded by the lock bit: written
+	// by pushers, read by releasers (see batchwait.go).
+	pushG uintptr
 	exec  *Executor // the executor it belongs to; immutable
 	index int       // position in Executor.mailboxes (spares: after the real ones); immutable
 	spare bool      // no actor is ever placed on it (see Config.SpareQueues); immutable
@@ -187,6 +192,9 @@ func (m *mailbox) push(c *Cell, fn unsafe.Pointer, msg any, coff, want uint32) b
 	}
 	m.buf.Next().set(c, fn, msg, coff, want) // room was made: does not allocate
 	m.sent++
+	if goid.Supported {
+		m.pushG = goid.Unchecked()
+	}
 	m.unlock(w + wordLenOne)
 	return true
 }
@@ -243,15 +251,22 @@ func (m *mailbox) gulp(into *copyq.Queue[envelope]) (n int, missed bool) {
 // unlock/lock pair of a separate release and gulp. Otherwise it clears
 // wordProcessing and returns 0 and the number of envelopes left queued.
 func (m *mailbox) release(into *copyq.Queue[envelope], regulp bool) (n, left int) {
+	n, left, _ = m.releaseBy(into, regulp)
+	return n, left
+}
+
+// releaseBy is release, and also returns the latest pusher's identity
+// (pushG), which matters when envelopes arrived (see batchwait.go).
+func (m *mailbox) releaseBy(into *copyq.Queue[envelope], regulp bool) (n, left int, by uintptr) {
 	w := m.lock()
-	n = wordLen(w)
+	n, by = wordLen(w), m.pushG
 	if regulp && n > 0 {
 		m.buf, *into = *into, m.buf
 		m.unlock(gulped(w))
-		return n, 0
+		return n, 0, by
 	}
 	m.unlock(w &^ wordProcessing)
-	return 0, n
+	return 0, n, by
 }
 
 // close marks m closed, so that every later push fails, and returns the

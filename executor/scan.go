@@ -68,6 +68,12 @@ func (w *worker) pass() bool {
 	// Checked every 8th busy pass: a backlog that lasts is seen soon enough,
 	// and a worker making many short passes (a chain of single messages)
 	// does not scan its slots after each one.
+	if mb := w.batchFrom; mb != nil {
+		// A small refill from outside during a drain: let a batch gather
+		// before the next pass (see batchwait.go).
+		w.batchFrom = nil
+		w.waitForBatch(mb)
+	}
 	if busy > 0 && e.sel != nil {
 		w.busyPasses++
 	}
@@ -117,7 +123,8 @@ func (w *worker) processCurrent() {
 		}
 		w.buf.Reset(e.cfg.QueueCapacity)
 		regulp := w.regulps < e.cfg.Regulps && !e.shutdown.Load()
-		n, left := mb.release(&w.buf, regulp)
+		n, left, by := mb.releaseBy(&w.buf, regulp)
+		w.noteRefill(mb, n+left, by)
 		if n == 0 {
 			w.cur = nil
 			// Messages arrived while we held the mailbox, but it is not

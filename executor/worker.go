@@ -55,6 +55,7 @@ type worker struct {
 	endingWord  uint32
 	endingObj   any
 	inMsgHook   bool
+	batchFrom   *mailbox // a mailbox refilled a little from outside during this pass (see batchwait.go)
 	given       *mailbox // during steal: the mailbox the swap gave the victim
 	taken       *mailbox // during steal: the mailbox the swap took from it
 	spawned     int      // actors this worker placed (PlaceLocal round-robin)

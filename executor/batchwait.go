@@ -55,11 +55,15 @@ const (
 // worker waits for a batch at the end of its pass. Called by the worker's
 // goroutine only.
 func (w *worker) noteRefill(mb *mailbox, n int, by uintptr) {
-	if n == 0 || n >= batchWaitFill || w.e.procs < 2 || by == 0 || !goid.Supported {
+	if n == 0 || n >= batchWaitFill || w.e.procs < 2 || by == 0 || by == w.peerG || !goid.Supported {
 		return
 	}
 	if w.e.workerOf(by) != nil {
-		return // a behaviour's send: a conversation, not a flood
+		// A behaviour's send: a conversation, not a flood. Remembered,
+		// so that refills by the same worker skip the lookup (a stale
+		// memory only skips a wait).
+		w.peerG = by
+		return
 	}
 	w.batchFrom = mb
 }

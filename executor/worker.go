@@ -56,6 +56,7 @@ type worker struct {
 	endingObj   any
 	inMsgHook   bool
 	batchFrom   *mailbox // a mailbox refilled a little from outside during this pass (see batchwait.go)
+	peerG       uintptr  // the last pusher noteRefill found to be a worker
 	given       *mailbox // during steal: the mailbox the swap gave the victim
 	taken       *mailbox // during steal: the mailbox the swap took from it
 	spawned     int      // actors this worker placed (PlaceLocal round-robin)

@@ -14,11 +14,7 @@ import (
 
 // batchWaits sums the workers' waits for a batch from outside.
 func batchWaits(e *Executor) uint64 {
-	var n uint64
-	for _, w := range e.Stats().Workers {
-		n += w.batchWaits
-	}
-	return n
+	return workerSum(e, func(w *WorkerStats) uint64 { return w.batchWaits })
 }
 
 // The rule of batchwait.go in isolation: a small refill from outside the

@@ -14,13 +14,18 @@ import (
 	"github.com/actord/actord/stealing"
 )
 
-// handoffs sums the handoffs the workers served themselves.
-func handoffs(e *Executor) uint64 {
+// workerSum sums f over the workers' statistics.
+func workerSum(e *Executor, f func(*WorkerStats) uint64) uint64 {
 	var n uint64
 	for _, w := range e.Stats().Workers {
-		n += w.handoffs
+		n += f(&w)
 	}
 	return n
+}
+
+// handoffs sums the handoffs the workers served themselves.
+func handoffs(e *Executor) uint64 {
+	return workerSum(e, func(w *WorkerStats) uint64 { return w.handoffs })
 }
 
 // A chain of messages between actors on different workers stays on the
@@ -251,9 +256,5 @@ func TestFollowTheChainIsBounded(t *testing.T) {
 
 // follows sums the mailboxes the workers visited by following a chain.
 func follows(e *Executor) uint64 {
-	var n uint64
-	for _, w := range e.Stats().Workers {
-		n += w.follows
-	}
-	return n
+	return workerSum(e, func(w *WorkerStats) uint64 { return w.follows })
 }

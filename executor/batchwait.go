@@ -75,7 +75,7 @@ func (w *worker) waitForBatch(mb *mailbox) {
 	e := w.e
 	start := time.Since(e.epoch)
 	last, seen := start, mb.queued()
-	w.st.batchWaits++
+	w.st.BatchWaits++
 	polled := start
 	for !e.shutdown.Load() {
 		now := time.Since(e.epoch)

@@ -14,7 +14,7 @@ import (
 
 // batchWaits sums the workers' waits for a batch from outside.
 func batchWaits(e *Executor) uint64 {
-	return workerSum(e, func(w *WorkerStats) uint64 { return w.batchWaits })
+	return workerSum(e, func(w *WorkerStats) uint64 { return w.BatchWaits })
 }
 
 // The rule of batchwait.go in isolation: a small refill from outside the

@@ -47,9 +47,18 @@
 // while it sleeps on the channel and locks the thread it wakes on: a
 // goroutine that wakes it and then blocks (a producer between two messages)
 // hands it its processor, as Go does for goroutines, instead of waking two
-// threads. After a sleep at a low rate it spins only briefly. Behaviours
-// always run on a thread locked to their worker. A busy worker that sees a
-// backlog wakes a parked one to steal from it.
+// threads. After sleeps that average 0.5 ms or more it spins only briefly.
+// Behaviours always run on a thread locked to their worker. A busy worker
+// that sees a backlog wakes a parked one to steal from it.
+//
+// A goroutine outside the system that floods actors pushes one envelope at
+// a time; a worker that drains faster than it pushes would come back for a
+// few envelopes at a time, the two cores passing the mailbox's cache lines
+// back and forth. So, with more than one processor, a worker whose mailbox
+// was refilled a little during its drain by such a goroutine (pushes record
+// their goroutine) waits at the end of its pass, up to 20 µs, for a batch
+// to gather (WorkerStats.BatchWaits; see batchwait.go). Refills by
+// behaviours never cause a wait.
 //
 // # Message lifetime
 //
@@ -66,7 +75,9 @@
 // (a worker's life and loop), scan.go (passes and gulps), deliver.go
 // (behaviours, statuses, termination, panics), park.go (spinning, parking
 // and the wake-up protocol, stated once there), steal.go (the stealing
-// policy), identity.go (which goroutine is which worker), port.go and
+// policy), handoff.go (keeping a chain on the awake worker), batchwait.go
+// (waiting for batches from outside), flood.go (outside producers' flood
+// points), identity.go (which goroutine is which worker), port.go and
 // ask.go (ports, request/reply), timer.go (timers), async.go (Go), stop.go
 // and stats.go. Every atomic variable documents, where it is declared, who
 // writes it, who reads it and what it pairs with.

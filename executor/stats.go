@@ -84,6 +84,11 @@ type WorkerStats struct {
 	// (Count = gulps, Sum = messages gulped). Local sends are not included.
 	GulpSize    Histogram
 	MissedGulps uint64 // non-empty mailboxes found being processed by another worker
+	// BatchWaits counts the worker's waits for a batch: pauses at the end
+	// of a pass after a mailbox was refilled a little during its drain by
+	// a goroutine outside the system (a flood from outside; see the
+	// package documentation).
+	BatchWaits uint64
 
 	StealAttempts    uint64    // times this worker acted as a thief
 	StealNoCandidate uint64    // attempts that found no candidate mailbox at the victim
@@ -106,7 +111,6 @@ type WorkerStats struct {
 	backlogSpins  uint64 // idle passes spun past the budget while another worker had a backlog (see spinForBacklog)
 	follows       uint64 // mailboxes visited by following a chain (see afterVisit)
 	handoffs      uint64 // handed-off mailboxes this worker served itself (see handoff.go)
-	batchWaits    uint64 // waits for a batch from outside at the end of a pass (see batchwait.go)
 	asksStarted   uint64 // requests begun on this worker (see Executor.askStarted)
 	asksDone      uint64 // requests ended on this worker
 	private       uint64 // messages taken from private queues (supervise.go)
@@ -155,6 +159,7 @@ func (s *WorkerStats) add(o *WorkerStats) {
 	s.WakeupsByTimeout += o.WakeupsByTimeout
 	s.ParkedTime += o.ParkedTime
 	s.ThreadReleases += o.ThreadReleases
+	s.BatchWaits += o.BatchWaits
 }
 
 // Stats is a snapshot of an executor's statistics.

@@ -39,7 +39,7 @@ type Collector struct {
 
 type descs struct {
 	sent, processed, localSends, missed                    *prometheus.Desc
-	gulpSize, stealSize                                    *prometheus.Desc
+	gulpSize, stealSize, batchWaits                        *prometheus.Desc
 	stealAttempts, stealFailures, steals, emptySteals      *prometheus.Desc
 	stealWakeups, parks, wakeups, parkedSeconds, releases  *prometheus.Desc
 	created, terminated, deadLetters, dropped, panics      *prometheus.Desc
@@ -81,6 +81,7 @@ func NewCollector() *Collector {
 		localSends:    desc("local_sends_total", "Sends appended directly to the batch the worker was draining, bypassing the mailbox.", w...),
 		missed:        desc("missed_gulps_total", "Non-empty mailboxes the worker found being processed by another worker.", w...),
 		gulpSize:      desc("gulp_size", "Messages taken per gulp (a worker swapping a mailbox's whole queue for its empty one); _count is the number of gulps.", w...),
+		batchWaits:    desc("batch_waits_total", "Pauses of the worker at the end of a pass to let a batch gather, after a goroutine outside the system refilled a mailbox a little during its drain (a flood from outside).", w...),
 		stealSize:     desc("steal_size", "Messages in each non-empty mailbox the worker stole; _count is non-empty steals, _sum messages stolen.", w...),
 		stealAttempts: desc("steal_attempts_total", "Times the worker, finding no work, tried to steal a mailbox.", w...),
 		stealFailures: desc("steal_failures_total", "Steal attempts that failed: reason=no_candidate (the victim had no waiting mailbox) or failed_swap (the wait-free swap lost a race).", labelWorker, labelReason),
@@ -198,7 +199,7 @@ func addStats(t, o *executor.Stats) {
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	d := &c.d
 	for _, x := range []*prometheus.Desc{
-		d.sent, d.processed, d.localSends, d.missed, d.gulpSize, d.stealSize,
+		d.sent, d.processed, d.localSends, d.missed, d.gulpSize, d.stealSize, d.batchWaits,
 		d.stealAttempts, d.stealFailures, d.steals, d.emptySteals,
 		d.stealWakeups, d.parks, d.wakeups, d.parkedSeconds, d.releases,
 		d.created, d.terminated, d.deadLetters, d.dropped, d.panics,
@@ -257,6 +258,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(d.wakeups, float64(w.WakeupsByTimeout), l, causeTimeout)
 		counter(d.parkedSeconds, w.ParkedTime.Seconds(), l)
 		counter(d.releases, float64(w.ThreadReleases), l)
+		counter(d.batchWaits, float64(w.BatchWaits), l)
 		counter(d.created, float64(w.ActorsCreated), l)
 		counter(d.terminated, float64(w.ActorsTerminated), l)
 		counter(d.deadLetters, float64(w.DeadLetters), l)

@@ -16,12 +16,16 @@ func TestPingPongAndTokenRing(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, 501, actors[0].recs)
 		require.Equal(t, 500, actors[1].recs)
-		st := actortest.MustStats(sys)
-		if workers == 2 {
-			// The two actors started on different workers.
-			require.Positive(t, st.Workers[0].MessagesProcessed())
-			require.Positive(t, st.Workers[1].MessagesProcessed())
+		// Every hop ran once. Which worker ran them is not asserted: the
+		// actors are placed on different workers (pingPong), but the
+		// handoff may keep the whole chain on the worker that got the
+		// first message while the other sleeps (executor's handoff tests
+		// check that mechanism).
+		var processed uint64
+		for _, w := range actortest.MustStats(sys).Workers {
+			processed += w.MessagesProcessed()
 		}
+		require.GreaterOrEqual(t, processed, uint64(1001))
 		require.NoError(t, TokenRing(start(t, actor.WithWorkers(workers)), 5000))
 	}
 	require.Equal(t, 1001, PingPongChan(1001))

@@ -1,10 +1,6 @@
 package executor
 
-import (
-	"time"
-
-	"github.com/actord/actord/internal/goid"
-)
+import "time"
 
 // Waiting for a batch. A goroutine outside the system that floods actors
 // (a producer, a consumer of a queue, a driver) pushes one envelope at a
@@ -55,7 +51,8 @@ const (
 // worker waits for a batch at the end of its pass. Called by the worker's
 // goroutine only.
 func (w *worker) noteRefill(mb *mailbox, n int, by uintptr) {
-	if n == 0 || n >= batchWaitFill || w.e.procs < 2 || by == 0 || by == w.peerG || !goid.Supported {
+	// by is 0 where identities are not supported: push records none.
+	if n == 0 || n >= batchWaitFill || w.e.procs < 2 || by == 0 || by == w.peerG {
 		return
 	}
 	if w.e.workerOf(by) != nil {

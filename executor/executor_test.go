@@ -48,7 +48,7 @@ func TestMailboxLockWord(t *testing.T) {
 	for batch.PopRef() != nil {
 	}
 	batch.Reset(2)
-	n, left := m.release(&batch, true)
+	n, left, _ := m.release(&batch, true)
 	assert.Equal(t, 1, n)
 	assert.Zero(t, left)
 	assert.NotZero(t, m.word.Load()&wordProcessing, "re-taken: still processing")
@@ -57,7 +57,7 @@ func TestMailboxLockWord(t *testing.T) {
 	for batch.PopRef() != nil {
 	}
 	batch.Reset(2)
-	n, left = m.release(&batch, false)
+	n, left, _ = m.release(&batch, false)
 	assert.Zero(t, n)
 	assert.Equal(t, 1, left)
 	assert.Zero(t, m.word.Load()&wordProcessing, "released")

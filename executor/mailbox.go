@@ -250,14 +250,9 @@ func (m *mailbox) gulp(into *copyq.Queue[envelope]) (n int, missed bool) {
 // and keeps m being processed, returning their number; this saves the
 // unlock/lock pair of a separate release and gulp. Otherwise it clears
 // wordProcessing and returns 0 and the number of envelopes left queued.
-func (m *mailbox) release(into *copyq.Queue[envelope], regulp bool) (n, left int) {
-	n, left, _ = m.releaseBy(into, regulp)
-	return n, left
-}
-
-// releaseBy is release, and also returns the latest pusher's identity
-// (pushG), which matters when envelopes arrived (see batchwait.go).
-func (m *mailbox) releaseBy(into *copyq.Queue[envelope], regulp bool) (n, left int, by uintptr) {
+// by is the latest pusher's identity (pushG), which matters when
+// envelopes arrived (see batchwait.go).
+func (m *mailbox) release(into *copyq.Queue[envelope], regulp bool) (n, left int, by uintptr) {
 	w := m.lock()
 	n, by = wordLen(w), m.pushG
 	if regulp && n > 0 {

@@ -123,8 +123,10 @@ func (w *worker) processCurrent() {
 		}
 		w.buf.Reset(e.cfg.QueueCapacity)
 		regulp := w.regulps < e.cfg.Regulps && !e.shutdown.Load()
-		n, left, by := mb.releaseBy(&w.buf, regulp)
-		w.noteRefill(mb, n+left, by)
+		n, left, by := mb.release(&w.buf, regulp)
+		if n+left > 0 {
+			w.noteRefill(mb, n+left, by)
+		}
 		if n == 0 {
 			w.cur = nil
 			// Messages arrived while we held the mailbox, but it is not

@@ -89,6 +89,13 @@ type Executor struct {
 	// only: it takes no part in the wake-up protocol.
 	waking atomic.Int32
 	_      cpu.CacheLinePad
+	// deferred counts the workers whose deferred flag is set (see
+	// defer.go): incremented by the sender that sets a flag (D1), after
+	// the set; decremented by the worker that clears one, after the
+	// clear. Loaded by parking workers at S3 and at the end of every pass:
+	// not 0 means a mailbox waits for an awake worker to serve it.
+	deferred atomic.Int32
+	_        cpu.CacheLinePad
 	// procs is GOMAXPROCS at Start: written before the workers start,
 	// read-only afterwards.
 	procs int32

@@ -257,6 +257,11 @@ func TestSleepersCountBalanced(t *testing.T) {
 // holds its slot, and the slots are a permutation of the mailboxes: the
 // owner bookkeeping done in the swap hooks never goes stale.
 func TestOwnersMatchSlotsAfterStealing(t *testing.T) {
+	// Processors to spare: with fewer, the flood below (from outside the
+	// system) keeps them all running, so busy workers wake no thieves and
+	// awake workers serve the mailboxes of parked ones instead (see
+	// wakeThief and defer.go). The test is about the swaps.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(8))
 	e, err := Start(Config{Workers: 4, QueuesPerWorker: 4, SpinPasses: 4, StealAge: -1,
 		ParkTimeout: 100 * time.Microsecond, Placement: PlaceGlobal})
 	require.NoError(t, err)

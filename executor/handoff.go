@@ -73,17 +73,27 @@ package executor
 // watcher (stealing off, or a negative ParkTimeout). Sends from goroutines
 // outside the system never hand off: nobody would resolve the slot.
 
-// handOff is called by a sender (notify) whose push found mb's owner o
-// parked. If the caller is a worker of e that has nothing queued after the
-// running behaviour and no mailbox in its handoff slot, mb goes into the
-// slot and handOff reports true: the caller does not wake o. Otherwise it
-// reports false, and the caller wakes o.
-func (e *Executor) handOff(mb *mailbox) bool {
+// keepWake is called by a sender (notify) whose push found mb's owner o
+// parked. It reports true if the sender is not to wake o: the sender is a
+// worker of e that took mb into its handoff slot (handOff), or a goroutine
+// outside the system that left the wake-up to an awake worker (deferWake,
+// see defer.go). Both need the watcher, which rescues a mailbox kept by a
+// worker stuck in a long behaviour.
+func (e *Executor) keepWake(mb *mailbox, o *worker) bool {
 	if e.watchKick == nil {
-		return false // no watcher to rescue a slot held by a stuck behaviour
+		return false
 	}
-	w := e.current()
-	if w == nil || w.handoff != nil || w.buf.Len() != 0 {
+	if w := e.current(); w != nil {
+		return w.handOff(mb)
+	}
+	return e.deferWake(o)
+}
+
+// handOff takes mb into w's handoff slot if w, the caller's worker, has
+// nothing queued after the running behaviour and no mailbox in the slot,
+// and reports whether it did.
+func (w *worker) handOff(mb *mailbox) bool {
+	if w.handoff != nil || w.buf.Len() != 0 {
 		return false
 	}
 	w.handoff = mb

@@ -32,7 +32,8 @@ import (
 //
 //	S1  sleepers += 1
 //	S2  state = parked
-//	S3  re-check every owned mailbox; if one has work:
+//	S3  re-check every owned mailbox, and Executor.deferred (defer.go);
+//	    if a mailbox has work, or a deferred flag is set:
 //	    CAS state parked -> running, and if that succeeded, sleepers -= 1
 //	    (if it failed, a waker moved us to woken and decremented for us)
 //	S4  otherwise sleep on the event while state == parked
@@ -67,6 +68,17 @@ import (
 // then serves the mailbox itself or makes P2-P4 later, before it parks
 // (see handoff.go). Being running, it is the worker that the message is
 // not lost to.
+//
+// A sender outside the system may, at P4, find the owner parked while no
+// processor is free for it, and leave the wake-up to the awake workers
+// (defer.go): it sets the owner's deferred flag and counts it (D1), then
+// loads sleepers again (D2) and wakes the owner itself if every worker is
+// parked. With S1 before S3's load of the count, D1 before D2 makes the
+// same Dekker pattern as above: the last worker to park sees the flag, and
+// leaves park to serve it, unless the sender saw every worker parked and
+// woke the owner. A sender that finds the flag set does nothing more: the
+// flag's clearing comes after its push, and its clearer serves the owner's
+// mailboxes.
 //
 // A mailbox's owner can change under the sender (a thief swapped it): a
 // sender that loaded the previous owner at P3 wakes that one, and the thief,
@@ -211,23 +223,47 @@ func runnableGoroutines(s *[]metrics.Sample) uint64 {
 	if testHookRunnable != nil {
 		return testHookRunnable()
 	}
+	return schedCount(s, runnableMetric)
+}
+
+// runningGoroutines returns the runtime's count of goroutines running on a
+// processor (runtime/metrics; 0 where not supported), or what
+// testHookRunning returns. s is the worker's sample, allocated on first use.
+func runningGoroutines(s *[]metrics.Sample) uint64 {
+	if testHookRunning != nil {
+		return testHookRunning()
+	}
+	return schedCount(s, runningMetric)
+}
+
+// schedCount reads the runtime/metrics count name into the sample *s
+// (allocated on first use); 0 where the runtime does not support it.
+// Reading it takes the runtime's scheduler lock.
+func schedCount(s *[]metrics.Sample, name string) uint64 {
 	if *s == nil {
-		*s = []metrics.Sample{{Name: runnableMetric}}
+		*s = []metrics.Sample{{Name: name}}
 	}
 	metrics.Read(*s)
 	if (*s)[0].Value.Kind() != metrics.KindUint64 {
-		return 0 // not supported by this runtime: nobody seen waiting
+		return 0
 	}
 	return (*s)[0].Value.Uint64()
 }
 
-// runnableMetric is the runtime/metrics name of the number of goroutines
-// ready to run and waiting for a processor.
-const runnableMetric = "/sched/goroutines/runnable:goroutines"
+// The runtime/metrics names of the number of goroutines ready to run and
+// waiting for a processor, and of those running on one.
+const (
+	runnableMetric = "/sched/goroutines/runnable:goroutines"
+	runningMetric  = "/sched/goroutines/running:goroutines"
+)
 
-// testHookRunnable, if set (by tests only, before Start), replaces the
-// runtime's count of runnable goroutines in procsSpare.
-var testHookRunnable func() uint64
+// testHookRunnable and testHookRunning, if set (by tests only, before
+// Start), replace the runtime's counts of runnable goroutines (procsSpare)
+// and of running ones (wakeThief).
+var (
+	testHookRunnable func() uint64
+	testHookRunning  func() uint64
+)
 
 // stopSpinning gives back w's spinning place, if it holds one.
 func (w *worker) stopSpinning() {
@@ -244,10 +280,10 @@ func (w *worker) park() {
 	e := w.e
 	w.flushHandoff() // a slot is resolved before sleeping (see handoff.go)
 	w.stopSpinning()
-	w.publish(e.statsEpoch.Load())        // Stats does not wait for sleepers: publish first
-	e.sleepers.Add(1)                     // S1
-	w.state.Store(workerParked)           // S2
-	if e.shutdown.Load() || w.hasWork() { // S3
+	w.publish(e.statsEpoch.Load())                                  // Stats does not wait for sleepers: publish first
+	e.sleepers.Add(1)                                               // S1
+	w.state.Store(workerParked)                                     // S2
+	if e.shutdown.Load() || w.hasWork() || e.deferred.Load() != 0 { // S3
 		if w.state.CompareAndSwap(workerParked, workerRunning) {
 			e.leftPark(e.sleepers.Add(-1))
 		} else {
@@ -596,9 +632,13 @@ func (e *Executor) notify(mb *mailbox) {
 	if e.sleepers.Load() != 0 { // P2
 		o := e.workers[mb.owner.Load()] // P3
 		if o.state.Load() == workerParked {
-			// P4; a worker about to be idle may take the wake-up on
-			// itself instead (see handoff.go).
-			if !e.handOff(mb) {
+			// P4, unless a worker about to be idle takes the wake-up on
+			// itself (a behaviour's send, see handoff.go) or an awake
+			// worker will serve mb (a send from outside while no
+			// processor is free for o, see defer.go). A deferred flag
+			// already set means the latter: the worker that clears it
+			// serves o's mailboxes afterwards.
+			if !o.deferred.Load() && !e.keepWake(mb, o) {
 				o.wake()
 			}
 		} else if goid.Supported && o.g.Load() == goid.Unchecked() {

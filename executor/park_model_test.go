@@ -62,6 +62,23 @@ package executor
 //	            message published so far
 //	  or        afterVisit or park (flushHandoff, wakeOwner): P2, P3, P4 as
 //	            a sender, without handing off again
+//	deferring sender: a send from outside the system while no processor is
+//	free for the owner (defer.go), which at P4 may leave the wake-up to an
+//	awake worker:
+//	  P1-P4 load as a sender; if P4 load read parked:
+//	  DF        notify: o.deferred.Load(): if set, return (a helper serves)
+//	  DA        deferWake: e.sleepers.Load() == workers (nobody awake): wake (P4 CAS on)
+//	  D1 swap   deferWake: o.deferred.Swap(true); if it was set, go to D2
+//	  D1 add    deferWake: e.deferred.Add(1)
+//	  D2        deferWake: e.sleepers.Load() == workers: wake (P4 CAS on); else return
+//	and the sleeper's S3 also loads the count of deferred flags:
+//	  S3 dload  e.deferred.Load() != 0 (after S3 load found no work): leave
+//	            park as if it saw work (S3 CAS ...), and then serve, for
+//	            each other worker o (serveDeferred):
+//	  V swap    o.deferred.Swap(false); if it was not set, next o
+//	  V dec     e.deferred.Add(-1)
+//	  V load    o.state.Load() == workerParked, else next o
+//	  V serve   visit o's mailbox (one step, like R serve)
 //
 // A depth-first search over which thread takes the next step visits every
 // interleaving. The search is stateful, like the swap model's: a state (the
@@ -86,8 +103,11 @@ package executor
 //
 // Checked at the end of every schedule:
 //   - (a) no lost wake-up: a worker whose mailbox holds a published message
-//     is not asleep for good (it saw the message at S3 or was woken), and no
-//     worker that was moved out of workerParked is left asleep;
+//     is not asleep for good (it saw the message at S3 or was woken), unless
+//     its deferred flag is set while some worker is awake (a worker that
+//     left park makes passes, and the next one to end serves the flag: the
+//     model's sleepers park once, so it ends awake), and no worker that was
+//     moved out of workerParked is left asleep;
 //   - (b) sleepers equals the number of workers whose state is workerParked;
 //   - (c) every park that ended was decremented for exactly once;
 //   - a worker that left park is in state workerRunning;
@@ -104,6 +124,13 @@ package executor
 // sleep itself always ends, woken or by its timeout, so no outcome depends
 // on FUTEX_WAKE reaching it (a FUTEX_WAKE given while the sleeper is between
 // F1 and F3 is lost, and F3's compare then sees the woken word).
+//
+// A deferring sender is one for which deferWake's processor test holds (no
+// processor free for the owner); a sender outside the system with processors
+// to spare is a plain sender. A helper that finds a backlog in a deferred
+// mailbox wakes its owner: P2-P4 as a sender, like a handoff that wakes.
+// Counts of schedules past 2^64 (some broken variants' scenarios) are
+// reported as such.
 //
 // Not modelled: the processing bit (a handoff's serve is one step, so a
 // sleeper never sees the mailbox being processed), park timeouts (with
@@ -124,6 +151,7 @@ package executor
 
 import (
 	"fmt"
+	"math"
 	"math/bits"
 	"slices"
 	"strings"
@@ -164,6 +192,16 @@ const (
 	pcP4Wake
 	pcH
 	pcRServe
+	pcDF
+	pcDA
+	pcD1Swap
+	pcD1Add
+	pcD2
+	pcS3DLoad
+	pcVSwap
+	pcVDec
+	pcVLoad
+	pcVServe
 	pcDone
 )
 
@@ -183,6 +221,9 @@ const (
 	howAsleep           // the sleeper is blocked on the channel at the end of the schedule
 	howServed           // handoff sender: served the mailbox itself
 	howWokeFutex        // P4 moved the owner to woken and woke it by FUTEX_WAKE (it loaded inFutex == 1)
+	howDeferred         // deferring sender: left the wake-up to an awake worker (D2)
+	howDeferSeen        // deferring sender: found the flag set (DF)
+	howS3Deferred       // sleeper: left at S3 for a deferred flag, and served what it found
 	// How a sleeper's futex phase ended (pmState.phase: not endings, the
 	// sleeper goes on to S4, but the coverage check counts them too).
 	howFutexSkipped  // F2 loaded a word other than parked
@@ -206,6 +247,9 @@ var howNames = [...]string{
 	howAsleep:     "sleeper: asleep at the end",
 	howServed:     "handoff sender: served the mailbox itself",
 	howWokeFutex:  "sender: woke the owner by futex",
+	howDeferred:   "deferring sender: left the wake-up to an awake worker",
+	howDeferSeen:  "deferring sender: found the owner's deferred flag set",
+	howS3Deferred: "sleeper: left at S3 for a deferred flag",
 	// The futex phase's endings.
 	howFutexSkipped:  "sleeper: futex phase skipped at F2, word not parked",
 	howFutexAtOnce:   "sleeper: futex phase returned at once, F3 compare saw the word not parked",
@@ -216,6 +260,9 @@ var howNames = [...]string{
 // futexHows are the hows only a sleeper with the futex phase, or a sender
 // to one, can reach.
 const futexHows = 1<<howWokeFutex | 1<<howFutexSkipped | 1<<howFutexAtOnce | 1<<howFutexWoken | 1<<howFutexTimedOut
+
+// deferHows are the hows only scenarios with a deferring sender can reach.
+const deferHows = 1<<howDeferred | 1<<howDeferSeen | 1<<howS3Deferred
 
 // parkVariant selects the protocol: the real one or a deliberately broken one.
 type parkVariant uint8
@@ -248,6 +295,12 @@ const (
 	// then asleep on the channel), so a waker between the two loads
 	// inFutex == 1 and sends only a FUTEX_WAKE, which nobody receives.
 	brokenFutexFlagLate
+	// brokenDeferNoRecheck: a deferring sender leaves the wake-up to the
+	// awake workers on the strength of DA's load, without D2.
+	brokenDeferNoRecheck
+	// brokenS3IgnoresDeferred: the sleeper's S3 does not load the count of
+	// deferred flags.
+	brokenS3IgnoresDeferred
 )
 
 var parkVariantNames = [...]string{
@@ -260,6 +313,8 @@ var parkVariantNames = [...]string{
 	brokenLossyEvent:         "event drops a Wake given before Wait",
 	brokenHandoffDropped:     "handoff slot never resolved",
 	brokenFutexFlagLate:      "inFutex cleared after the channel-phase check",
+	brokenDeferNoRecheck:     "deferring sender without the D2 re-check",
+	brokenS3IgnoresDeferred:  "S3 ignores deferred flags",
 }
 
 // pmViolation is a set of violated checks.
@@ -309,6 +364,7 @@ const (
 	hoNone  uint8 = iota // a plain sender (from outside the system, or a busy worker)
 	hoServe              // a handoff sender that resolves its slot by serving the mailbox
 	hoWake               // a handoff sender that resolves its slot by waking the owner
+	hoDefer              // a sender from outside while no processor is free for the owner (defer.go)
 )
 
 // parkScenario is a set of sleepers and senders run concurrently.
@@ -351,6 +407,10 @@ type pmState struct {
 	phase    [pmWorkers]uint8  // how worker w's futex phase ended (howNone: not taken, or not yet ended)
 	decs     [pmWorkers]int8   // decrements of sleepers for worker w's park
 	outs     [pmWorkers]int8   // moves of worker w out of parked in its park (or broken stores acting as one)
+	dflag    [pmWorkers]bool   // worker w's deferred flag
+	dcount   int8              // Executor.deferred
+	serving  [pmWorkers]bool   // sleeper w left at S3 for a deferred flag: it serves after leaving
+	vo       [pmWorkers]int8   // the worker sleeper w's serving looks at next
 }
 
 // parkModel runs one scenario under one variant of the protocol.
@@ -434,11 +494,21 @@ func (m *parkModel) sleeperStep(s *pmState, w int) string {
 			return "S3 w.hasWork() = true"
 		}
 		s.how[w] = howS3NoWork
-		*pc = pcS4Wait
-		if m.sc.hasFutex(w) {
-			*pc = pcF1 // a futex slot was free: phase one
+		if m.v != brokenS3IgnoresDeferred {
+			*pc = pcS3DLoad
+			return "S3 w.hasWork() = false"
 		}
+		*pc = m.afterS3(w)
 		return "S3 w.hasWork() = false"
+	case pcS3DLoad:
+		if s.dcount != 0 { // e.deferred.Load() != 0
+			s.how[w] = howS3Deferred // for now: the CAS decides
+			s.serving[w] = true
+			*pc = pcS3CAS
+			return "S3 e.deferred.Load() != 0"
+		}
+		*pc = m.afterS3(w)
+		return "S3 e.deferred.Load() == 0"
 	case pcS3CAS:
 		if s.state[w] == workerParked { // w.state.CompareAndSwap(workerParked, workerRunning)
 			s.state[w] = workerRunning
@@ -452,7 +522,7 @@ func (m *parkModel) sleeperStep(s *pmState, w int) string {
 	case pcS3Dec:
 		s.sleepers-- // e.sleepers.Add(-1)
 		s.decs[w]++
-		*pc = pcDone
+		*pc = m.afterPark(s, w)
 		return "S3 e.sleepers.Add(-1)"
 	case pcS3Store:
 		if m.v == brokenS3ByStore {
@@ -464,7 +534,7 @@ func (m *parkModel) sleeperStep(s *pmState, w int) string {
 			return "S3 w.state.Store(workerRunning) (broken: no CAS)"
 		}
 		s.state[w] = workerRunning // w.state.Store(workerRunning): a waker beat us to it
-		*pc = pcDone
+		*pc = m.afterPark(s, w)
 		return "S3 w.state.Store(workerRunning)"
 	case pcF1:
 		s.inFutex[w] = true // e.inFutex.Store(1)
@@ -543,8 +613,65 @@ func (m *parkModel) sleeperStep(s *pmState, w int) string {
 		s.state[w] = workerRunning // w.state.Store(workerRunning)
 		*pc = pcDone
 		return "S4 w.state.Store(workerRunning)"
+	case pcVSwap:
+		o := s.vo[w]
+		if !s.dflag[o] { // o.deferred.Swap(false) == false
+			return m.nextServe(s, w, "V o.deferred.Swap(false) = false")
+		}
+		s.dflag[o] = false
+		*pc = pcVDec
+		return "V o.deferred.Swap(false) = true"
+	case pcVDec:
+		s.dcount-- // e.deferred.Add(-1)
+		*pc = pcVLoad
+		return "V e.deferred.Add(-1)"
+	case pcVLoad:
+		if s.state[s.vo[w]] != workerParked { // o.state.Load() != workerParked: o serves itself
+			return m.nextServe(s, w, "V o.state.Load() != workerParked")
+		}
+		*pc = pcVServe
+		return "V o.state.Load() == workerParked"
+	case pcVServe:
+		s.work[s.vo[w]] = false // visit: gulp, process, release
+		return m.nextServe(s, w, "V visit serves o's mailbox")
 	}
 	panic(fmt.Sprintf("sleeper %d at pc %d", w, *pc))
+}
+
+// afterS3 is where a sleeper goes when S3 found nothing: the futex phase if
+// it has one, else the channel.
+func (m *parkModel) afterS3(w int) uint8 {
+	if m.sc.hasFutex(w) {
+		return pcF1 // a futex slot was free: phase one
+	}
+	return pcS4Wait
+}
+
+// afterPark is where sleeper w goes when it has left park at S3: done, or
+// serving deferred flags if it left for one.
+func (m *parkModel) afterPark(s *pmState, w int) uint8 {
+	if !s.serving[w] {
+		return pcDone
+	}
+	s.vo[w] = -1
+	m.nextServe(s, w, "")
+	return s.pc[w]
+}
+
+// nextServe moves sleeper w's serving to the next other worker, or ends it,
+// and returns what, the name of the step just taken.
+func (m *parkModel) nextServe(s *pmState, w int, what string) string {
+	o := s.vo[w] + 1
+	if int(o) == w {
+		o++
+	}
+	if int(o) >= m.sc.sleepers {
+		s.pc[w] = pcDone
+		return what
+	}
+	s.vo[w] = o
+	s.pc[w] = pcVSwap
+	return what
 }
 
 // afterFutex is where a sleeper goes when futexWait returns or is skipped:
@@ -599,10 +726,49 @@ func (m *parkModel) senderStep(s *pmState, t int) string {
 			return "P4 w.state.Load() != workerParked: return"
 		}
 		*pc = pcP4CAS
-		if m.sc.mode(t-m.sc.sleepers) != hoNone && !s.handed[t] {
+		switch mode := m.sc.mode(t - m.sc.sleepers); {
+		case mode == hoDefer:
+			*pc = pcDF
+		case mode != hoNone && !s.handed[t]:
 			*pc = pcH // notify: e.handOff(mb) succeeds
 		}
 		return "P4 w.state.Load() == workerParked"
+	case pcDF:
+		if s.dflag[s.owner[t]] { // notify: o.deferred.Load()
+			s.how[t] = howDeferSeen
+			*pc = pcDone
+			return "DF o.deferred.Load() = true: return"
+		}
+		*pc = pcDA
+		return "DF o.deferred.Load() = false"
+	case pcDA:
+		if int(s.sleepers) == m.sc.sleepers { // deferWake: nobody awake
+			*pc = pcP4CAS
+			return "DA e.sleepers.Load() == workers: wake"
+		}
+		*pc = pcD1Swap
+		return "DA e.sleepers.Load() < workers"
+	case pcD1Swap:
+		o := s.owner[t]
+		was := s.dflag[o] // o.deferred.Swap(true)
+		s.dflag[o] = true
+		*pc = pcD1Add
+		if was {
+			m.afterD1(s, t)
+		}
+		return "D1 o.deferred.Swap(true)"
+	case pcD1Add:
+		s.dcount++ // e.deferred.Add(1)
+		m.afterD1(s, t)
+		return "D1 e.deferred.Add(1)"
+	case pcD2:
+		if int(s.sleepers) == m.sc.sleepers { // e.sleepers.Load() == workers
+			*pc = pcP4CAS
+			return "D2 e.sleepers.Load() == workers: wake"
+		}
+		s.how[t] = howDeferred
+		*pc = pcDone
+		return "D2 e.sleepers.Load() < workers: left to the awake"
 	case pcH:
 		s.handed[t] = true // w.handoff = mb; no wake
 		switch {
@@ -674,6 +840,16 @@ func (m *parkModel) senderStep(s *pmState, t int) string {
 	panic(fmt.Sprintf("sender %d at pc %d", t, *pc))
 }
 
+// afterD1 moves deferring sender t on after D1: to D2, or (broken) done.
+func (m *parkModel) afterD1(s *pmState, t int) {
+	if m.v == brokenDeferNoRecheck {
+		s.how[t] = howDeferred
+		s.pc[t] = pcDone
+		return
+	}
+	s.pc[t] = pcD2
+}
+
 // parked counts the workers whose state is workerParked.
 func (m *parkModel) parked(s *pmState) int8 {
 	var n int8
@@ -714,7 +890,7 @@ func (m *parkModel) checkEnd(s *pmState) pmViolation {
 			v |= vFutexFlag
 		}
 		if s.pc[w] != pcDone { // blocked on the channel
-			if s.work[w] {
+			if s.work[w] && !(s.dflag[w] && m.someAwake(s)) {
 				v |= vLostWakeup
 			}
 			if s.state[w] != workerParked {
@@ -733,6 +909,17 @@ func (m *parkModel) checkEnd(s *pmState) pmViolation {
 		v |= vEndCount
 	}
 	return v
+}
+
+// someAwake reports whether some worker has left park: it makes passes, and
+// the end of the next one serves the deferred flags set (see checkEnd).
+func (m *parkModel) someAwake(s *pmState) bool {
+	for w := range m.sc.sleepers {
+		if s.pc[w] == pcDone {
+			return true
+		}
+	}
+	return false
 }
 
 // pmCount counts the complete schedules below a state: all of them, and
@@ -773,11 +960,12 @@ func exploreParkModel(sc parkScenario, v parkVariant, stateless bool) parkOutcom
 	return parkOutcome{interleavings: cnt.n, bad: cnt.bad, states: c.states, found: c.found, first: c.first, ends: c.ends}
 }
 
-// maxParkSchedule bounds a schedule's length: each thread takes at most 12
-// steps in any variant (a sleeper: S1, S2, S3, F1-F3, F3 asleep, F4, S4
-// wait, asleep, load, store), so a longer schedule means a loop in the
-// model.
-const maxParkSchedule = 12 * pmThreads
+// maxParkSchedule bounds a schedule's length: each thread takes at most 13
+// steps in any variant (a sleeper: S1, S2, S3 load and dload, F1-F3, F3
+// asleep, F4, S4 wait, asleep, load, store; a deferring sender: P1-P4 load,
+// DF, DA, D1 swap and add, D2, P4 CAS, dec, wake), so a longer schedule
+// means a loop in the model.
+const maxParkSchedule = 13 * pmThreads
 
 // explore checks s, then every schedule from s (each enabled thread's step in
 // turn), and counts them; at a state where no thread can step it runs the
@@ -802,12 +990,8 @@ func (c *parkChecker) explore(s pmState) pmCount {
 			c.path = append(c.path, uint8(t))
 			sub := c.explore(next)
 			c.path = c.path[:len(c.path)-1]
-			var carry, carryBad uint64
-			cnt.n, carry = bits.Add64(cnt.n, sub.n, 0)
-			cnt.bad, carryBad = bits.Add64(cnt.bad, sub.bad, 0)
-			if carry|carryBad != 0 {
-				panic("park model: more than 2^64 interleavings")
-			}
+			cnt.n = satAdd(cnt.n, sub.n)
+			cnt.bad = satAdd(cnt.bad, sub.bad)
 		}
 	} else {
 		v |= vTooLong
@@ -839,6 +1023,24 @@ func (c *parkChecker) explore(s pmState) pmCount {
 		c.memo[s] = cnt
 	}
 	return cnt
+}
+
+// satAdd returns a+b, or math.MaxUint64 (read as "2^64 or more") if that
+// overflows: some broken variants' scenarios have that many schedules.
+func satAdd(a, b uint64) uint64 {
+	sum, carry := bits.Add64(a, b, 0)
+	if carry != 0 {
+		return math.MaxUint64
+	}
+	return sum
+}
+
+// countString spells a count of schedules, saturated or not.
+func countString(n uint64) string {
+	if n == math.MaxUint64 {
+		return "2^64 or more"
+	}
+	return fmt.Sprint(n)
 }
 
 // parkTrace replays a schedule and describes every step and the state it left.
@@ -890,6 +1092,14 @@ var parkScenarios = []parkScenario{
 	{name: "2 sleepers, one in the futex phase, 2 senders to the one", sleepers: 2, senders: []int{0, 0}, futex: []bool{true, false}},
 	{name: "1 sleeper in the futex phase, a handoff sender that wakes and a sender", sleepers: 1, senders: []int{0, 0}, handoff: []uint8{hoWake, hoNone}, futex: []bool{true}},
 	{name: "2 sleepers in the futex phase, handoff senders that serve and wake, to different sleepers", sleepers: 2, senders: []int{0, 1}, handoff: []uint8{hoServe, hoWake}, futex: []bool{true, true}},
+	// Senders from outside while no processor is free for the owner
+	// (defer.go): they may leave the wake-up to the awake worker.
+	{name: "1 sleeper, 1 deferring sender", sleepers: 1, senders: []int{0}, handoff: []uint8{hoDefer}},
+	{name: "2 sleepers, 1 deferring sender", sleepers: 2, senders: []int{0}, handoff: []uint8{hoDefer}},
+	{name: "2 sleepers, 2 deferring senders to the same sleeper", sleepers: 2, senders: []int{0, 0}, handoff: []uint8{hoDefer, hoDefer}},
+	{name: "2 sleepers, 2 deferring senders to different sleepers", sleepers: 2, senders: []int{0, 1}, handoff: []uint8{hoDefer, hoDefer}},
+	{name: "2 sleepers, a deferring sender and a sender to the same sleeper", sleepers: 2, senders: []int{0, 0}, handoff: []uint8{hoDefer, hoNone}},
+	{name: "2 sleepers, one in the futex phase, 1 deferring sender to it", sleepers: 2, senders: []int{0}, handoff: []uint8{hoDefer}, futex: []bool{true, false}},
 }
 
 // parkScenarioNamed returns the scenario of that name.
@@ -915,7 +1125,7 @@ func TestParkModel(t *testing.T) {
 		}
 		require.Zero(t, o.bad, sc.name)
 		require.Positive(t, o.interleavings, sc.name)
-		t.Logf("%s: %d interleavings (%d states), all checks hold", sc.name, o.interleavings, o.states)
+		t.Logf("%s: %s interleavings (%d states), all checks hold", sc.name, countString(o.interleavings), o.states)
 		ends |= o.ends
 		if sc.name == "1 sleeper, 1 sender" {
 			// Even the smallest scenario reaches every ending of both
@@ -927,13 +1137,16 @@ func TestParkModel(t *testing.T) {
 		if sc.futex == nil {
 			require.Zero(t, o.ends&futexHows, "%s: a futex ending without the futex phase", sc.name)
 		}
+		if !slices.Contains(sc.handoff, hoDefer) {
+			require.Zero(t, o.ends&deferHows, "%s: a deferral without a deferring sender", sc.name)
+		}
 		if sc.name == "1 sleeper in the futex phase, 1 sender" {
 			// With the futex phase, the smallest scenario still reaches
 			// every ending, and every way the phase can end: the sleeper
 			// may yet sleep on the channel (after a timeout), and a sender
 			// signals either phase.
 			for h := howS3Won; h < howCount; h++ {
-				if h == howAsleep || h == howServed {
+				if h == howAsleep || h == howServed || deferHows&(1<<h) != 0 {
 					continue
 				}
 				require.NotZero(t, o.ends&(1<<h), "%s: no interleaving ends with %q", sc.name, howNames[h])
@@ -945,6 +1158,11 @@ func TestParkModel(t *testing.T) {
 	// handoff sender served.
 	require.NotZero(t, ends&(1<<howAsleep))
 	require.NotZero(t, ends&(1<<howServed), "no interleaving serves a handoff")
+	// Deferring senders leave wake-ups to the awake, find flags set, and
+	// sleepers leave park for them.
+	for h := howDeferred; h <= howS3Deferred; h++ {
+		require.NotZero(t, ends&(1<<h), "no interleaving ends with %q", howNames[h])
+	}
 }
 
 // The memoised search counts exactly the schedules a plain enumeration
@@ -1012,19 +1230,30 @@ func TestParkModelCatchesBrokenProtocols(t *testing.T) {
 		// F4 loads inFutex == 1 and only sends FUTEX_WAKE: the sleeper
 		// sleeps on the channel with no token, though moved to woken.
 		{brokenFutexFlagLate, vLostWakeup | vAsleepNotParked},
+		// DA saw the other worker awake, which then parked before D1.
+		{brokenDeferNoRecheck, vLostWakeup},
+		// The last worker to park misses the flag set before its S1.
+		{brokenS3IgnoresDeferred, vLostWakeup},
 	} {
 		name := parkVariantNames[b.v]
+		// The deferral's variants run the scenarios with a deferring
+		// sender, the others those without.
+		deferral := b.v == brokenDeferNoRecheck || b.v == brokenS3IgnoresDeferred
 		t.Run(name, func(t *testing.T) {
 			var found pmViolation
-			caught := 0
+			caught, ran := 0, 0
 			for _, sc := range parkScenarios {
+				if slices.Contains(sc.handoff, hoDefer) != deferral {
+					continue
+				}
+				ran++
 				o := exploreParkModel(sc, b.v, false)
 				if o.found == 0 {
-					t.Logf("%s: %d interleavings, none violates a check", sc.name, o.interleavings)
+					t.Logf("%s: %s interleavings, none violates a check", sc.name, countString(o.interleavings))
 					continue
 				}
 				caught++
-				t.Logf("%s: %d of %d interleavings violate: %s", sc.name, o.bad, o.interleavings, o.found)
+				t.Logf("%s: %s of %s interleavings violate: %s", sc.name, countString(o.bad), countString(o.interleavings), o.found)
 				for bit := range violationNames {
 					v := pmViolation(1 << bit)
 					if v&o.found&b.want&^found != 0 {
@@ -1035,7 +1264,7 @@ func TestParkModelCatchesBrokenProtocols(t *testing.T) {
 			}
 			require.Positive(t, caught, "the checker accepted a broken protocol")
 			require.Equal(t, b.want, found&b.want, "missing: %s", b.want&^found)
-			t.Logf("caught in %d of %d scenarios", caught, len(parkScenarios))
+			t.Logf("caught in %d of %d scenarios", caught, ran)
 		})
 	}
 }

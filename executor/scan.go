@@ -53,13 +53,19 @@ func (w *worker) pass() bool {
 			return true
 		}
 	}
+	served := 0
+	if e.deferred.Load() != 0 {
+		// Wake-ups left to the awake workers (see defer.go).
+		served = w.serveDeferred()
+	}
 	if w.handoff != nil {
 		// The rest of the pass found nothing else to do: serve the
 		// handed-off mailbox here unless an earlier mailbox has filled up
 		// again, which needs a look only if this pass had other work
 		// before the handoff (see handoff.go).
-		w.afterVisit(busy == 1)
+		w.afterVisit(busy == 1 && served == 0)
 	}
+	busy += served
 	// A backlog: after a pass, at least two owned mailboxes are waiting
 	// again. (Counting busy mailboxes during the pass would not do: a chain
 	// of single messages hopping from one mailbox to the next, which one

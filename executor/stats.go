@@ -111,6 +111,7 @@ type WorkerStats struct {
 	backlogSpins  uint64 // idle passes spun past the budget while another worker had a backlog (see spinForBacklog)
 	follows       uint64 // mailboxes visited by following a chain (see afterVisit)
 	handoffs      uint64 // handed-off mailboxes this worker served itself (see handoff.go)
+	deferServed   uint64 // mailboxes of other workers served for deferred wake-ups (see defer.go)
 	asksStarted   uint64 // requests begun on this worker (see Executor.askStarted)
 	asksDone      uint64 // requests ended on this worker
 	private       uint64 // messages taken from private queues (supervise.go)

@@ -26,8 +26,18 @@ import (
 //     spins, and steals what has aged.
 //  3. Senders never wake a worker other than their mailbox's owner, and
 //     never for stealing: sending stays one load when nobody sleeps.
+//
+// No thief is woken while every processor runs a goroutine (the runtime's
+// count of running goroutines, read here, is GOMAXPROCS at Start or more):
+// the thief would wait for a processor behind w or behind the goroutines
+// that feed w, such as a producer outside the system, and then take one
+// from them, leaving the backlog to grow as fast as it is served (see
+// defer.go, whose helpers take such a backlog instead).
 func (w *worker) wakeThief() {
 	ws := w.e.workers
+	if runningGoroutines(&w.running) >= uint64(w.e.procs) {
+		return
+	}
 	for k := 1; k < len(ws); k++ {
 		o := ws[(w.id+k)%len(ws)]
 		if o.wake() {

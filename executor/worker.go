@@ -67,11 +67,12 @@ type worker struct {
 	// another worker waiting (candidates), cleared when it saw none; read
 	// by spinForBacklog. runqIdle caches "no goroutine runnable" for
 	// procsSpare, read afresh when runqCalls is a multiple of runqEvery;
-	// runq is the sample it reads into.
+	// runq is the sample it reads into; running is wakeThief's.
 	backlogSeen bool
 	runqIdle    bool
 	runqCalls   uint
 	runq        []metrics.Sample
+	running     []metrics.Sample
 	// handoff is a mailbox of a parked worker that a behaviour run here
 	// sent to without waking its owner: this worker serves it or wakes the
 	// owner when the visit ends, and before it parks (see handoff.go).
@@ -128,6 +129,12 @@ type worker struct {
 	// transitions only); read by the watcher, which does not take a
 	// spinning worker for a stuck one.
 	spinningNow atomic.Bool
+	// deferred is set by a sender outside the system whose push into a
+	// mailbox of this parked worker left the wake-up to an awake worker
+	// (D1, see defer.go), and cleared by the worker that then serves this
+	// worker's mailboxes (serveDeferred); Executor.deferred counts the set
+	// flags. Loaded by senders, who do nothing more while it is set.
+	deferred atomic.Bool
 	// reclaimReq is set by the watcher before it wakes the worker to give
 	// back its grown spare buffer, and swapped back by the worker when it
 	// wakes (see reclaimIdle, reclaimOwn).

@@ -1,0 +1,108 @@
+package executor
+
+// Deferred wake-ups: no wake-up for a worker that would find no processor.
+//
+// A goroutine outside the system that sends to the actors (a producer, a
+// driver, a consumer of a queue) runs on a processor of its own. When its
+// push finds the mailbox's owner parked, the sender's half of the wake-up
+// protocol (P4 in park.go) would wake the owner; but if every other
+// processor is held by an awake worker, the woken worker's goroutine waits
+// in the sender's run queue until the sender yields or is preempted, then
+// takes the sender's processor (its thread locked, the runtime hands the
+// processor over), and the sender waits in turn for a worker to park. The
+// producer, the one goroutine that all the work comes from, stalls for
+// milliseconds at a time, and the workers take turns at the pace of those
+// hand-overs.
+//
+// So a sender outside the system whose push finds the owner o parked, while
+// fewer processors (GOMAXPROCS at Start) than the awake workers plus two
+// exist (the sender's, and one for o), and while some worker is awake,
+// leaves the wake-up to the awake workers: it sets o's deferred flag
+// instead of waking o, and the awake worker that clears the flag serves
+// o's mailboxes at the end of its pass (serveDeferred), as if it had been
+// handed them (see handoff.go: the mailboxes stay in o's slots, and the
+// processing bit keeps each on one worker at a time). A push that finds the
+// flag already set does nothing more: the flag's clearing, which comes
+// after its push, is followed by the serving. With processors to spare the
+// owner is woken as before, and so it is without a watcher (stealing off,
+// or a negative ParkTimeout): the watcher is what rescues a deferred
+// mailbox whose helper is stuck in a long behaviour (it wakes a sleeper,
+// which serves the mailbox at the end of its pass if it is not the owner).
+//
+// The helper wakes o after all (P4 on the sender's behalf) when it finds
+// one of o's mailboxes holding helpBacklog envelopes or more: it falls
+// behind the producer, and o's processor time is worth the hand-over.
+//
+// No wake-up is lost, by a Dekker pattern over sequentially consistent
+// atomics, like the protocol's own (park.go): the sender sets the flag and
+// counts it in Executor.deferred (D1) before it loads sleepers (D2), and
+// wakes o itself if D2 finds every worker parked; a parking worker
+// increments sleepers (S1) before its S3 re-check, which also loads
+// Executor.deferred and, if a flag is set, leaves park to serve it. If D2
+// found a worker not yet parked, that worker's S1 comes after D2, so its S3
+// sees the count (or a helper has cleared the flag meanwhile, and serves).
+// A flag set by a sender that then woke o (D2 saw every worker parked) is
+// cleared by the next worker to end a pass: o itself, or another, which
+// serves what o has not.
+//
+// A policy, like the handoff: the message is delivered either way.
+
+// helpBacklog is the length at which a deferred mailbox makes its helper
+// wake the owner (see above).
+const helpBacklog = 1024
+
+// deferWake is called by a sender outside the system (notify) whose push
+// found mb's owner o parked; it reports true if the wake-up is left to an
+// awake worker (D1, D2 above), false if the caller must wake o.
+func (e *Executor) deferWake(o *worker) bool {
+	n := int32(len(e.workers))
+	awake := n - e.sleepers.Load()
+	if awake == 0 || awake+2 <= e.procs {
+		return false // nobody to serve it, or a processor for o
+	}
+	if !o.deferred.Swap(true) { // D1
+		e.deferred.Add(1)
+	}
+	return e.sleepers.Load() != n // D2: a worker not parked yet will see D1
+}
+
+// serveDeferred clears the deferred flags it finds set and serves the
+// mailboxes of their workers that still sleep (see above), waking those
+// workers instead where a mailbox holds a backlog. It returns the number of
+// mailboxes it processed. Called by the worker's goroutine at the end of a
+// pass when Executor.deferred is not 0.
+func (w *worker) serveDeferred() int {
+	e := w.e
+	served := 0
+	for _, o := range e.workers {
+		if !o.deferred.Load() || !o.deferred.Swap(false) {
+			continue
+		}
+		e.deferred.Add(-1)
+		// o awake (or w itself) serves its own mailboxes: its next pass,
+		// or its S3 re-check before it parks, comes after the pushes that
+		// set the flag.
+		if o == w || o.state.Load() != workerParked {
+			continue
+		}
+		for i := o.lo; i < o.hi; i++ {
+			mb := e.slots[i].Load() // nil only during a swap
+			if mb == nil {
+				continue
+			}
+			word := mb.word.Load()
+			if wordLen(word) == 0 || word&wordProcessing != 0 {
+				continue // empty, or a worker has it (its release hands back the rest)
+			}
+			if wordLen(word) >= helpBacklog {
+				o.wake() // P4 for the senders that deferred
+				break
+			}
+			if w.visit(mb) {
+				served++
+			}
+		}
+	}
+	w.st.deferServed += uint64(served)
+	return served
+}

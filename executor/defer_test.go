@@ -1,0 +1,256 @@
+package executor
+
+import (
+	"context"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/actord/actord/internal/event"
+	"github.com/actord/actord/internal/goid"
+)
+
+// deferServed sums the mailboxes workers served for deferred wake-ups.
+func deferServed(e *Executor) uint64 {
+	return workerSum(e, func(w *WorkerStats) uint64 { return w.deferServed })
+}
+
+// scratchWorkers returns a scratch executor with n workers (not started)
+// and procs processors; worker 1 and above are parked, with parkable
+// events, and counted in sleepers.
+func scratchWorkers(n int, procs int32) *Executor {
+	x := &Executor{procs: procs}
+	for i := range n {
+		w := &worker{e: x, id: i}
+		w.ev.Init(event.KindChan)
+		if i > 0 {
+			w.state.Store(workerParked)
+			x.sleepers.Add(1)
+		}
+		x.workers = append(x.workers, w)
+	}
+	return x
+}
+
+// The rule of defer.go in isolation: a push from outside into a parked
+// worker's mailbox leaves the wake-up to the awake workers when no processor
+// is free for the owner, and sets the owner's flag once.
+func TestDeferWakeRule(t *testing.T) {
+	x := scratchWorkers(2, 2) // worker 0 awake, worker 1 parked
+	o := x.workers[1]
+	assert.True(t, x.deferWake(o), "2 processors: the sender's and the awake worker's")
+	assert.True(t, o.deferred.Load())
+	assert.EqualValues(t, 1, x.deferred.Load())
+	assert.True(t, x.deferWake(o), "the flag already set")
+	assert.EqualValues(t, 1, x.deferred.Load(), "a flag counts once")
+
+	x = scratchWorkers(2, 3)
+	assert.False(t, x.deferWake(x.workers[1]), "a processor to spare for the owner")
+	assert.False(t, x.workers[1].deferred.Load())
+
+	x = scratchWorkers(2, 2)
+	x.workers[0].state.Store(workerParked)
+	x.sleepers.Add(1)
+	assert.False(t, x.deferWake(x.workers[1]), "nobody awake")
+	assert.Zero(t, x.deferred.Load())
+
+	// keepWake needs the watcher, which rescues a deferred mailbox whose
+	// helper is stuck.
+	x = scratchWorkers(2, 2)
+	assert.False(t, x.keepWake(nil, x.workers[1]), "no watcher")
+	assert.False(t, x.workers[1].deferred.Load())
+}
+
+// deferSetup starts an executor of two workers with one mailbox each on
+// two processors (the rule's condition on a two-processor machine), with a
+// park timeout of parkTimeout, and spawns a ticker on worker 0 (mailbox 0)
+// and sink on worker 1 (mailbox 1). The ticker keeps worker 0 awake, making
+// passes, by sending itself a message from each of its behaviours until
+// stop is set (after hold is set, each behaviour first waits for gate).
+// It returns once worker 1 is parked.
+func deferSetup(t *testing.T, parkTimeout time.Duration, sink *probe) (e *Executor, stop func(), hold func(bool), gate chan struct{}) {
+	t.Helper()
+	if !goid.Supported {
+		t.Skip("the deferral needs goroutine identities")
+	}
+	prev := runtime.GOMAXPROCS(2)
+	t.Cleanup(func() { runtime.GOMAXPROCS(prev) })
+	e, err := Start(Config{Workers: 2, Queues: 2, ParkTimeout: parkTimeout, ParkTimeoutMax: parkTimeout})
+	require.NoError(t, err)
+	var stopped, held atomic.Bool
+	gate = make(chan struct{})
+	m := &probeMsg{}
+	ticker := &probe{}
+	ticker.fn = func(p *probe) Allocation {
+		if held.Load() {
+			<-gate
+		}
+		if !stopped.Load() {
+			p.send(t, m)
+		}
+		return Nodelete
+	}
+	ticker.spawn(t, e) // ticket 0: mailbox 0, worker 0
+	sink.spawn(t, e)   // ticket 1: mailbox 1, worker 1
+	ticker.send(t, m)
+	require.Eventually(t, func() bool { return e.workers[1].state.Load() == workerParked }, 5*time.Second, 100*time.Microsecond)
+	stop = func() {
+		stopped.Store(true)
+		finishProbes(t, ticker, sink)
+		require.NoError(t, e.Stop(context.Background()))
+	}
+	return e, stop, held.Store, gate
+}
+
+// finishProbes sends a pill to each probe, so that Stop finds no actor alive.
+func finishProbes(t *testing.T, ps ...*probe) {
+	t.Helper()
+	for _, p := range ps {
+		require.NoError(t, SendPill(&p.cell, p, NewPill(Finished)))
+	}
+}
+
+// A goroutine outside the system sending to a parked worker's actor while
+// the other worker is awake and no processor is free for the parked one:
+// the awake worker serves the message, and the parked worker is not woken.
+func TestDeferredWakeupServedByTheAwakeWorker(t *testing.T) {
+	const n = 100
+	var got atomic.Int64
+	sink := &probe{fn: func(*probe) Allocation { got.Add(1); return Nodelete }}
+	e, stop, _, _ := deferSetup(t, time.Second, sink)
+	before := e.Stats().Workers[1]
+	m := &probeMsg{}
+	for range n {
+		sink.send(t, m)
+	}
+	require.Eventually(t, func() bool { return got.Load() == n }, 5*time.Second, 100*time.Microsecond)
+	after := e.Stats().Workers[1]
+	stop()
+	assert.Positive(t, deferServed(e), "no mailbox served for a deferred wake-up")
+	assert.Equal(t, before.WakeupsBySender, after.WakeupsBySender, "the parked worker was woken")
+	assert.Equal(t, before.MessagesProcessed(), after.MessagesProcessed(), "the parked worker ran messages")
+}
+
+// A deferred mailbox that has gathered a backlog by the time its helper
+// gets to it makes the helper wake the owner instead.
+func TestDeferredBacklogWakesTheOwner(t *testing.T) {
+	var got atomic.Int64
+	sink := &probe{fn: func(*probe) Allocation { got.Add(1); return Nodelete }}
+	e, stop, hold, gate := deferSetup(t, time.Second, sink)
+	hold(true)
+	gate <- struct{}{} // worker 0 is inside a ticker behaviour, waiting for the gate
+	before := e.Stats().Workers[1]
+	m := &probeMsg{}
+	for range helpBacklog {
+		sink.send(t, m)
+	}
+	assert.True(t, e.workers[1].deferred.Load(), "the sends woke worker 1")
+	hold(false)
+	close(gate)
+	require.Eventually(t, func() bool { return got.Load() == helpBacklog }, 5*time.Second, 100*time.Microsecond)
+	after := e.Stats().Workers[1]
+	stop()
+	assert.Equal(t, before.WakeupsBySender+1, after.WakeupsBySender, "the helper did not wake the owner")
+	assert.Equal(t, before.MessagesProcessed()+helpBacklog, after.MessagesProcessed(), "the owner did not take its backlog")
+}
+
+// A deferred mailbox whose only possible helper is stuck in a long
+// behaviour is rescued by the watcher, which wakes the owner.
+func TestDeferredWakeupRescuedByTheWatcher(t *testing.T) {
+	var got atomic.Int64
+	sink := &probe{fn: func(*probe) Allocation { got.Add(1); return Nodelete }}
+	e, stop, hold, gate := deferSetup(t, time.Millisecond, sink)
+	hold(true)
+	gate <- struct{}{} // worker 0 is stuck in a ticker behaviour until the gate closes
+	before := e.Stats().Workers[1]
+	sink.send(t, &probeMsg{})
+	require.Eventually(t, func() bool { return got.Load() == 1 }, 5*time.Second, 100*time.Microsecond,
+		"the message waits for the stuck worker")
+	hold(false)
+	close(gate)
+	stop()
+	assert.Greater(t, e.Stats().Workers[1].WakeupsByTimeout, before.WakeupsByTimeout, "the watcher did not wake the owner")
+}
+
+// Floods from outside into actors on both workers, on two processors: every
+// message is delivered exactly once and in the order it was sent, and some
+// of them were served for deferred wake-ups (a flood gives the awake worker
+// plenty of them; a busy machine gets up to ten floods to show one).
+func TestDeferredFloodsDeliverInOrder(t *testing.T) {
+	if !goid.Supported {
+		t.Skip("the deferral needs goroutine identities")
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	const actors, n = 8, 5000
+	served := uint64(0)
+	for try := 0; try < 10 && served == 0; try++ {
+		e, err := Start(Config{Workers: 2, Queues: 4})
+		require.NoError(t, err)
+		sinks := make([]*seqSink, actors)
+		msgs := make([][]seqMsg, actors)
+		for i := range sinks {
+			sinks[i] = &seqSink{}
+			require.NoError(t, Spawn(e, &sinks[i].cell, sinks[i]))
+			msgs[i] = make([]seqMsg, n)
+		}
+		for k := range n {
+			for i, s := range sinks {
+				msgs[i][k].n = k
+				require.NoError(t, Send(&s.cell, s, &msgs[i][k], (*seqSink).receive))
+			}
+		}
+		for _, s := range sinks {
+			require.NoError(t, SendPill(&s.cell, s, NewPill(Finished)))
+		}
+		require.NoError(t, e.Stop(context.Background()))
+		for i, s := range sinks {
+			require.Equal(t, n, s.next, "sink %d: messages lost", i)
+			require.Zero(t, s.outOfOrder, "sink %d: messages out of order", i)
+		}
+		served = deferServed(e)
+	}
+	assert.Positive(t, served, "floods from outside never left a wake-up to the awake worker")
+}
+
+// seqSink checks that it receives 0, 1, 2, ... and terminates after the
+// flood of TestDeferredFloodsDeliverInOrder.
+type seqSink struct {
+	cell       Cell
+	next       int
+	outOfOrder int
+}
+
+type seqMsg struct {
+	Message
+	n int
+}
+
+func (s *seqSink) receive(m *seqMsg) Allocation {
+	if m.n != s.next {
+		s.outOfOrder++
+	}
+	s.next++
+	return Nodelete
+}
+
+// A busy worker wakes a thief only while some processor is idle: with every
+// processor running a goroutine the thief would wait for one.
+func TestWakeThiefNeedsAnIdleProcessor(t *testing.T) {
+	var running atomic.Uint64
+	testHookRunning = running.Load
+	defer func() { testHookRunning = nil }()
+	x := scratchWorkers(2, 2)
+	busy, sleeper := x.workers[0], x.workers[1]
+	running.Store(2)
+	busy.wakeThief()
+	assert.Equal(t, uint32(workerParked), sleeper.state.Load(), "a thief woken with every processor running")
+	assert.Zero(t, busy.st.StealWakeups)
+	running.Store(1)
+	busy.wakeThief()
+	assert.Equal(t, uint32(workerWoken), sleeper.state.Load(), "no thief woken with a processor idle")
+	assert.EqualValues(t, 1, busy.st.StealWakeups)
+}

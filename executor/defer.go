@@ -103,6 +103,6 @@ func (w *worker) serveDeferred() int {
 			}
 		}
 	}
-	w.st.deferServed += uint64(served)
+	w.st.DeferredServes += uint64(served)
 	return served
 }

@@ -16,7 +16,7 @@ import (
 
 // deferServed sums the mailboxes workers served for deferred wake-ups.
 func deferServed(e *Executor) uint64 {
-	return workerSum(e, func(w *WorkerStats) uint64 { return w.deferServed })
+	return workerSum(e, func(w *WorkerStats) uint64 { return w.DeferredServes })
 }
 
 // scratchWorkers returns a scratch executor with n workers (not started)

@@ -49,7 +49,8 @@
 // hands it its processor, as Go does for goroutines, instead of waking two
 // threads. After sleeps that average 0.5 ms or more it spins only briefly.
 // Behaviours always run on a thread locked to their worker. A busy worker
-// that sees a backlog wakes a parked one to steal from it.
+// that sees a backlog wakes a parked one to steal from it, if a processor
+// is idle.
 //
 // A goroutine outside the system that floods actors pushes one envelope at
 // a time; a worker that drains faster than it pushes would come back for a
@@ -59,6 +60,19 @@
 // their goroutine) waits at the end of its pass, up to 20 µs, for a batch
 // to gather (WorkerStats.BatchWaits; see batchwait.go). Refills by
 // behaviours never cause a wait.
+//
+// Such a goroutine's send to an actor whose worker is parked wakes that
+// worker, unless no processor is free for it: when GOMAXPROCS (at Start)
+// is less than the awake workers plus two (the sender's processor and one
+// for the woken worker), the woken worker would wait in the sender's run
+// queue and then take the sender's processor, stalling the producer. The
+// send then leaves the wake-up to the awake workers: the next one to end a
+// pass serves the parked worker's mailboxes itself
+// (WorkerStats.DeferredServes; see defer.go), and wakes the parked worker
+// after all if one of them holds a backlog of 1,024 envelopes. Without a
+// watcher (stealing off, or a negative ParkTimeout), which rescues a
+// mailbox left to a worker stuck in a long behaviour, the owner is always
+// woken.
 //
 // # Message lifetime
 //
@@ -76,8 +90,8 @@
 // (behaviours, statuses, termination, panics), park.go (spinning, parking
 // and the wake-up protocol, stated once there), steal.go (the stealing
 // policy), handoff.go (keeping a chain on the awake worker), batchwait.go
-// (waiting for batches from outside), flood.go (outside producers' flood
-// points), identity.go (which goroutine is which worker), port.go and
+// (waiting for batches from outside), defer.go (wake-ups from outside left
+// to the awake workers), flood.go (outside producers' flood points), identity.go (which goroutine is which worker), port.go and
 // ask.go (ports, request/reply), timer.go (timers), async.go (Go), stop.go
 // and stats.go. Every atomic variable documents, where it is declared, who
 // writes it, who reads it and what it pairs with.

@@ -89,6 +89,11 @@ type WorkerStats struct {
 	// a goroutine outside the system (a flood from outside; see the
 	// package documentation).
 	BatchWaits uint64
+	// DeferredServes counts the mailboxes of parked workers this worker
+	// served (took and processed) for wake-ups that senders outside the
+	// system left to the awake workers, no processor being free for the
+	// owner (see the package documentation).
+	DeferredServes uint64
 
 	StealAttempts    uint64    // times this worker acted as a thief
 	StealNoCandidate uint64    // attempts that found no candidate mailbox at the victim
@@ -111,7 +116,6 @@ type WorkerStats struct {
 	backlogSpins  uint64 // idle passes spun past the budget while another worker had a backlog (see spinForBacklog)
 	follows       uint64 // mailboxes visited by following a chain (see afterVisit)
 	handoffs      uint64 // handed-off mailboxes this worker served itself (see handoff.go)
-	deferServed   uint64 // mailboxes of other workers served for deferred wake-ups (see defer.go)
 	asksStarted   uint64 // requests begun on this worker (see Executor.askStarted)
 	asksDone      uint64 // requests ended on this worker
 	private       uint64 // messages taken from private queues (supervise.go)
@@ -161,6 +165,7 @@ func (s *WorkerStats) add(o *WorkerStats) {
 	s.ParkedTime += o.ParkedTime
 	s.ThreadReleases += o.ThreadReleases
 	s.BatchWaits += o.BatchWaits
+	s.DeferredServes += o.DeferredServes
 }
 
 // Stats is a snapshot of an executor's statistics.

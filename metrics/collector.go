@@ -39,7 +39,7 @@ type Collector struct {
 
 type descs struct {
 	sent, processed, localSends, missed                    *prometheus.Desc
-	gulpSize, stealSize, batchWaits                        *prometheus.Desc
+	gulpSize, stealSize, batchWaits, deferred              *prometheus.Desc
 	stealAttempts, stealFailures, steals, emptySteals      *prometheus.Desc
 	stealWakeups, parks, wakeups, parkedSeconds, releases  *prometheus.Desc
 	created, terminated, deadLetters, dropped, panics      *prometheus.Desc
@@ -82,6 +82,7 @@ func NewCollector() *Collector {
 		missed:        desc("missed_gulps_total", "Non-empty mailboxes the worker found being processed by another worker.", w...),
 		gulpSize:      desc("gulp_size", "Messages taken per gulp (a worker swapping a mailbox's whole queue for its empty one); _count is the number of gulps.", w...),
 		batchWaits:    desc("batch_waits_total", "Pauses of the worker at the end of a pass to let a batch gather, after a goroutine outside the system refilled a mailbox a little during its drain (a flood from outside).", w...),
+		deferred:      desc("deferred_serves_total", "Mailboxes of parked workers the worker served for wake-ups that senders outside the system left to the awake workers (no processor was free for the owner).", w...),
 		stealSize:     desc("steal_size", "Messages in each non-empty mailbox the worker stole; _count is non-empty steals, _sum messages stolen.", w...),
 		stealAttempts: desc("steal_attempts_total", "Times the worker, finding no work, tried to steal a mailbox.", w...),
 		stealFailures: desc("steal_failures_total", "Steal attempts that failed: reason=no_candidate (the victim had no waiting mailbox) or failed_swap (the wait-free swap lost a race).", labelWorker, labelReason),
@@ -199,7 +200,7 @@ func addStats(t, o *executor.Stats) {
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	d := &c.d
 	for _, x := range []*prometheus.Desc{
-		d.sent, d.processed, d.localSends, d.missed, d.gulpSize, d.stealSize, d.batchWaits,
+		d.sent, d.processed, d.localSends, d.missed, d.gulpSize, d.stealSize, d.batchWaits, d.deferred,
 		d.stealAttempts, d.stealFailures, d.steals, d.emptySteals,
 		d.stealWakeups, d.parks, d.wakeups, d.parkedSeconds, d.releases,
 		d.created, d.terminated, d.deadLetters, d.dropped, d.panics,
@@ -259,6 +260,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(d.parkedSeconds, w.ParkedTime.Seconds(), l)
 		counter(d.releases, float64(w.ThreadReleases), l)
 		counter(d.batchWaits, float64(w.BatchWaits), l)
+		counter(d.deferred, float64(w.DeferredServes), l)
 		counter(d.created, float64(w.ActorsCreated), l)
 		counter(d.terminated, float64(w.ActorsTerminated), l)
 		counter(d.deadLetters, float64(w.DeadLetters), l)

@@ -29,9 +29,16 @@ package executor
 // mailbox whose helper is stuck in a long behaviour (it wakes a sleeper,
 // which serves the mailbox at the end of its pass if it is not the owner).
 //
-// The helper wakes o after all (P4 on the sender's behalf) when it finds
-// one of o's mailboxes holding helpBacklog envelopes or more: it falls
-// behind the producer, and o's processor time is worth the hand-over.
+// The helper wakes o after all (P4 on the senders' behalf) when it finds
+// one of o's mailboxes holding helpBacklog envelopes or more (it falls
+// behind the producer, and o's processor time is worth the hand-over), and
+// when it has work of its own waiting while a processor is idle (the
+// runtime counts fewer running goroutines than processors: the producer
+// has stopped, and o can run beside the helper). The flag also keeps
+// senders that are behaviours from waking o (notify loads it first, to
+// spare senders outside the system the identity lookup): a busy helper
+// whose behaviours send to o's actors leaves them to its pass's end, where
+// this rule wakes o.
 //
 // No wake-up is lost, by a Dekker pattern over sequentially consistent
 // atomics, like the protocol's own (park.go): the sender sets the flag and
@@ -74,6 +81,7 @@ func (e *Executor) deferWake(o *worker) bool {
 func (w *worker) serveDeferred() int {
 	e := w.e
 	served := 0
+	wakeOwners := -1 // not known yet; 1: wake the owners rather than serve
 	for _, o := range e.workers {
 		if !o.deferred.Load() || !o.deferred.Swap(false) {
 			continue
@@ -83,6 +91,16 @@ func (w *worker) serveDeferred() int {
 		// or its S3 re-check before it parks, comes after the pushes that
 		// set the flag.
 		if o == w || o.state.Load() != workerParked {
+			continue
+		}
+		if wakeOwners < 0 {
+			wakeOwners = 0
+			if w.hasWork() && runningGoroutines(&w.running) < uint64(e.procs) {
+				wakeOwners = 1
+			}
+		}
+		if wakeOwners == 1 {
+			o.wake() // P4 for the senders that deferred
 			continue
 		}
 		for i := o.lo; i < o.hi; i++ {

@@ -117,22 +117,38 @@ func finishProbes(t *testing.T, ps ...*probe) {
 // A goroutine outside the system sending to a parked worker's actor while
 // the other worker is awake and no processor is free for the parked one:
 // the awake worker serves the message, and the parked worker is not woken.
+// With a processor idle when the helper gets to the flag (the producer has
+// stopped), a helper with work of its own wakes the owner instead. The
+// runtime's count of running goroutines is the test's.
 func TestDeferredWakeupServedByTheAwakeWorker(t *testing.T) {
-	const n = 100
-	var got atomic.Int64
-	sink := &probe{fn: func(*probe) Allocation { got.Add(1); return Nodelete }}
-	e, stop, _, _ := deferSetup(t, time.Second, sink)
-	before := e.Stats().Workers[1]
-	m := &probeMsg{}
-	for range n {
-		sink.send(t, m)
+	for _, idle := range []bool{false, true} {
+		running := uint64(2) // every processor running
+		if idle {
+			running = 1
+		}
+		testHookRunning = func() uint64 { return running }
+		const n = 100
+		var got atomic.Int64
+		sink := &probe{fn: func(*probe) Allocation { got.Add(1); return Nodelete }}
+		e, stop, _, _ := deferSetup(t, time.Second, sink)
+		before := e.Stats().Workers[1]
+		m := &probeMsg{}
+		for range n {
+			sink.send(t, m)
+		}
+		require.Eventually(t, func() bool { return got.Load() == n }, 5*time.Second, 100*time.Microsecond)
+		after := e.Stats().Workers[1]
+		stop()
+		testHookRunning = nil
+		if idle {
+			// The ticker's own mailbox always has work waiting.
+			assert.Greater(t, after.WakeupsBySender, before.WakeupsBySender, "a processor idle: the owner was not woken")
+			continue
+		}
+		assert.Positive(t, deferServed(e), "no mailbox served for a deferred wake-up")
+		assert.Equal(t, before.WakeupsBySender, after.WakeupsBySender, "the parked worker was woken")
+		assert.Equal(t, before.MessagesProcessed(), after.MessagesProcessed(), "the parked worker ran messages")
 	}
-	require.Eventually(t, func() bool { return got.Load() == n }, 5*time.Second, 100*time.Microsecond)
-	after := e.Stats().Workers[1]
-	stop()
-	assert.Positive(t, deferServed(e), "no mailbox served for a deferred wake-up")
-	assert.Equal(t, before.WakeupsBySender, after.WakeupsBySender, "the parked worker was woken")
-	assert.Equal(t, before.MessagesProcessed(), after.MessagesProcessed(), "the parked worker ran messages")
 }
 
 // A deferred mailbox that has gathered a backlog by the time its helper

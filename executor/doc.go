@@ -69,7 +69,9 @@
 // send then leaves the wake-up to the awake workers: the next one to end a
 // pass serves the parked worker's mailboxes itself
 // (WorkerStats.DeferredServes; see defer.go), and wakes the parked worker
-// after all if one of them holds a backlog of 1,024 envelopes. Without a
+// after all if one of them holds a backlog of 1,024 envelopes, or if it
+// has work of its own while a processor is idle (the producer stopped).
+// Without a
 // watcher (stealing off, or a negative ParkTimeout), which rescues a
 // mailbox left to a worker stuck in a long behaviour, the owner is always
 // woken.

@@ -75,7 +75,8 @@ func (e *Executor) deferWake(o *worker) bool {
 
 // serveDeferred clears the deferred flags it finds set and serves the
 // mailboxes of their workers that still sleep (see above), waking those
-// workers instead where a mailbox holds a backlog. It returns the number of
+// workers instead where a mailbox holds a backlog, or all of them when w
+// has work of its own while a processor is idle. It returns the number of
 // mailboxes it processed. Called by the worker's goroutine at the end of a
 // pass when Executor.deferred is not 0.
 func (w *worker) serveDeferred() int {

@@ -1,5 +1,7 @@
 package executor
 
+import "time"
+
 // Deferred wake-ups: no wake-up for a worker that would find no processor.
 //
 // A goroutine outside the system that sends to the actors (a producer, a
@@ -19,8 +21,9 @@ package executor
 // exist (the sender's, and one for o), and while some worker is awake,
 // leaves the wake-up to the awake workers: it sets o's deferred flag
 // instead of waking o, and the awake worker that clears the flag serves
-// o's mailboxes at the end of its pass (serveDeferred), as if it had been
-// handed them (see handoff.go: the mailboxes stay in o's slots, and the
+// o's mailboxes (serveDeferred) at the end of its pass, or after a mailbox
+// visit during the pass if deferLookEvery has passed since it last looked,
+// as if it had been handed them (see handoff.go: the mailboxes stay in o's slots, and the
 // processing bit keeps each on one worker at a time). A push that finds the
 // flag already set does nothing more: the flag's clearing, which comes
 // after its push, is followed by the serving. With processors to spare the
@@ -57,6 +60,14 @@ package executor
 // helpBacklog is the length at which a deferred mailbox makes its helper
 // wake the owner (see above).
 const helpBacklog = 1024
+
+// deferLookEvery bounds how often a worker looks at the deferred flags in
+// the middle of a pass (after a mailbox visit); it always looks at the end
+// of a pass. A pass through mailboxes whose behaviours compute for long (a
+// burst of tasks sent from outside, after which the sender waits) would
+// otherwise keep the owners asleep, and their mailboxes unserved, until it
+// ended.
+const deferLookEvery = 100 * time.Microsecond
 
 // deferWake is called by a sender outside the system (notify) whose push
 // found mb's owner o parked; it reports true if the wake-up is left to an

@@ -279,3 +279,48 @@ func TestWakeThiefNeedsAnIdleProcessor(t *testing.T) {
 	assert.Equal(t, uint32(workerWoken), sleeper.state.Load(), "no thief woken with a processor idle")
 	assert.EqualValues(t, 1, busy.st.StealWakeups)
 }
+
+// A helper whose pass runs long behaviours looks at the deferred flags
+// between two mailbox visits, not only at the end of its pass: a burst sent
+// from outside, after which the sender waits (a processor idle), wakes the
+// parked owner after the helper's current visit. Worker 0 runs a behaviour
+// on mailbox 0 and then one on mailbox 1 that blocks until the test ends;
+// the watcher looks only every second, so the pass's end or the watcher
+// cannot be what serves the message sent meanwhile to worker 1's actor.
+func TestDeferredWakeupLookedAtDuringAPass(t *testing.T) {
+	if !goid.Supported {
+		t.Skip("the deferral needs goroutine identities")
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	testHookRunning = func() uint64 { return 1 } // the sender waits: a processor idle
+	defer func() { testHookRunning = nil }()
+	e, err := Start(Config{Workers: 2, Queues: 4, ParkTimeout: time.Second, ParkTimeoutMax: time.Second, StealAge: MaxStealAge})
+	require.NoError(t, err)
+	started, release, block := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	first := &probe{fn: func(*probe) Allocation {
+		close(started)
+		<-release
+		return Finished
+	}}
+	second := &probe{fn: func(*probe) Allocation {
+		<-block
+		return Finished
+	}}
+	var got atomic.Int64
+	sink := &probe{fn: func(*probe) Allocation { got.Add(1); return Finished }}
+	first.spawn(t, e)  // ticket 0: mailbox 0, worker 0
+	second.spawn(t, e) // ticket 1: mailbox 1, worker 0
+	sink.spawn(t, e)   // ticket 2: mailbox 2, worker 1
+	require.Eventually(t, func() bool { return e.sleepers.Load() == 2 }, 5*time.Second, 100*time.Microsecond)
+	first.send(t, &probeMsg{})
+	<-started // worker 0 is inside first's behaviour, worker 1 parked
+	second.send(t, &probeMsg{})
+	sink.send(t, &probeMsg{})
+	assert.True(t, e.workers[1].deferred.Load(), "the send woke worker 1")
+	close(release) // worker 0 ends its visit of mailbox 0, then blocks in second's behaviour
+	require.Eventually(t, func() bool { return got.Load() == 1 }, 500*time.Millisecond, 100*time.Microsecond,
+		"the deferred message waited for the helper's pass to end")
+	close(block)
+	require.NoError(t, e.Stop(context.Background()))
+	assert.Positive(t, e.Stats().Workers[1].WakeupsBySender, "worker 1 was not woken")
+}

@@ -67,7 +67,8 @@
 // for the woken worker), the woken worker would wait in the sender's run
 // queue and then take the sender's processor, stalling the producer. The
 // send then leaves the wake-up to the awake workers: the next one to end a
-// pass serves the parked worker's mailboxes itself
+// pass, or a mailbox visit at least 100 µs after its last look, serves the
+// parked worker's mailboxes itself
 // (WorkerStats.DeferredServes; see defer.go), and wakes the parked worker
 // after all if one of them holds a backlog of 1,024 envelopes, or if it
 // has work of its own while a processor is idle (the producer stopped).

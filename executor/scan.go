@@ -52,6 +52,16 @@ func (w *worker) pass() bool {
 			w.flushHandoff()
 			return true
 		}
+		if e.deferred.Load() != 0 {
+			// Wake-ups left to the awake workers, looked at during a
+			// pass too, at most every deferLookEvery: a pass whose
+			// behaviours take long would leave them waiting (see
+			// defer.go).
+			if now := time.Since(e.epoch); now-w.deferLook >= deferLookEvery {
+				w.deferLook = now
+				busy += w.serveDeferred()
+			}
+		}
 	}
 	served := 0
 	if e.deferred.Load() != 0 {

@@ -89,6 +89,7 @@ type worker struct {
 	lastMsgType unsafe.Pointer
 	lastIsReq   bool
 	thiefWoken  time.Duration // when this worker last woke a thief (see pass), since e.epoch
+	deferLook   time.Duration // when this worker last served deferred wake-ups during a pass (see pass), since e.epoch
 	// cands are the candidates a thief is watching (see steal): each
 	// mailbox with its word when first seen, and when.
 	cands []candidate
@@ -164,6 +165,8 @@ func newWorker(e *Executor, id, lo, hi int) *worker {
 		e: e, id: id, lo: lo, hi: hi, cpu: -1,
 		rng:   rand.New(rand.NewPCG(uint64(id)+1, uint64(time.Now().UnixNano()))),
 		stats: !e.cfg.NoStatistics,
+		// The first look at deferred wake-ups during a pass is due at once.
+		deferLook: -deferLookEvery,
 	}
 	w.buf = copyq.New[envelope](e.cfg.QueueCapacity)
 	w.initPark()

@@ -324,3 +324,47 @@ func TestDeferredWakeupLookedAtDuringAPass(t *testing.T) {
 	require.NoError(t, e.Stop(context.Background()))
 	assert.Positive(t, e.Stats().Workers[1].WakeupsBySender, "worker 1 was not woken")
 }
+
+// A spinner that serves a deferred mailbox and gets stuck in one of its
+// behaviours is no longer counted as spinning: the watcher sees it stuck and
+// wakes the parked owner for a second message deferred meanwhile. (A stuck
+// helper still marked as spinning left the transfer-leader program of
+// bench/compare waiting forever.)
+func TestDeferredHelperStuckIsSeenByTheWatcher(t *testing.T) {
+	if !goid.Supported {
+		t.Skip("the deferral needs goroutine identities")
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	// Long spins: worker 0 is still spinning when the test sends to worker
+	// 1's actors.
+	e, err := Start(Config{Workers: 2, Queues: 4, SpinPasses: MaxSpinPasses, ParkTimeout: time.Millisecond,
+		ParkTimeoutMax: time.Millisecond, StealAge: MaxStealAge})
+	require.NoError(t, err)
+	release, blocked := make(chan struct{}), make(chan struct{})
+	var got atomic.Int64
+	ranOn := atomic.Int64{}
+	count := func(*probe) Allocation { got.Add(1); return Finished }
+	kick, filler, other := &probe{fn: count}, &probe{fn: count}, &probe{fn: count}
+	blocker := &probe{fn: func(*probe) Allocation {
+		ranOn.Store(int64(runningWorker().id))
+		close(blocked)
+		<-release
+		return Finished
+	}}
+	kick.spawn(t, e)    // ticket 0: mailbox 0, worker 0
+	filler.spawn(t, e)  // ticket 1: mailbox 1, worker 0
+	blocker.spawn(t, e) // ticket 2: mailbox 2, worker 1
+	other.spawn(t, e)   // ticket 3: mailbox 3, worker 1
+	require.Eventually(t, func() bool { return e.sleepers.Load() == 2 }, 10*time.Second, time.Millisecond)
+	kick.send(t, &probeMsg{}) // worker 0 wakes, runs it, and spins
+	require.Eventually(t, func() bool { return got.Load() == 1 }, 5*time.Second, 100*time.Microsecond)
+	blocker.send(t, &probeMsg{}) // deferred to the spinning worker 0, which gets stuck in it
+	<-blocked
+	require.EqualValues(t, 0, ranOn.Load(), "the blocking message was not deferred to the spinner")
+	other.send(t, &probeMsg{}) // deferred too: only the watcher can get it served
+	require.Eventually(t, func() bool { return got.Load() == 2 }, 5*time.Second, 100*time.Microsecond,
+		"the watcher took the stuck helper for a spinner")
+	close(release)
+	finishProbes(t, filler)
+	require.NoError(t, e.Stop(context.Background()))
+}

@@ -158,6 +158,11 @@ func (w *worker) visit(mb *mailbox) bool {
 		// what is left), or emptied already: nothing to do.
 		return false
 	}
+	if w.spinner {
+		// Found work (a spinner serving deferred wake-ups, see defer.go):
+		// no longer spinning, and the watcher may see it stuck.
+		w.stopSpinning()
+	}
 	w.processGulped(mb, n)
 	return true
 }

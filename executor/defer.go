@@ -88,8 +88,9 @@ func (e *Executor) deferWake(o *worker) bool {
 // mailboxes of their workers that still sleep (see above), waking those
 // workers instead where a mailbox holds a backlog, or all of them when w
 // has work of its own while a processor is idle. It returns the number of
-// mailboxes it processed. Called by the worker's goroutine at the end of a
-// pass when Executor.deferred is not 0.
+// mailboxes it processed. Called by the worker's goroutine, when
+// Executor.deferred is not 0, at the end of a pass and after a mailbox
+// visit at most every deferLookEvery (see pass).
 func (w *worker) serveDeferred() int {
 	e := w.e
 	served := 0

@@ -65,6 +65,18 @@ func TestDeferWakeRule(t *testing.T) {
 	assert.False(t, x.workers[1].deferred.Load())
 }
 
+// twoProcs skips the test where goroutine identities (which the deferral
+// needs) are not supported, and runs it with two processors: the rule's
+// condition on a two-processor machine.
+func twoProcs(t *testing.T) {
+	t.Helper()
+	if !goid.Supported {
+		t.Skip("the deferral needs goroutine identities")
+	}
+	prev := runtime.GOMAXPROCS(2)
+	t.Cleanup(func() { runtime.GOMAXPROCS(prev) })
+}
+
 // deferSetup starts an executor of two workers with one mailbox each on
 // two processors (the rule's condition on a two-processor machine), with a
 // park timeout of parkTimeout, and spawns a ticker on worker 0 (mailbox 0)
@@ -75,11 +87,7 @@ func TestDeferWakeRule(t *testing.T) {
 // worker 1 is parked.
 func deferSetup(t *testing.T, parkTimeout time.Duration, sink *probe) (e *Executor, stop func(), hold func(bool), gate chan struct{}) {
 	t.Helper()
-	if !goid.Supported {
-		t.Skip("the deferral needs goroutine identities")
-	}
-	prev := runtime.GOMAXPROCS(2)
-	t.Cleanup(func() { runtime.GOMAXPROCS(prev) })
+	twoProcs(t)
 	// Mailboxes stay where they are placed: with the longest steal age a
 	// worker slowed down by a loaded machine is not robbed of the ticker.
 	e, err := Start(Config{Workers: 2, Queues: 2, ParkTimeout: parkTimeout, ParkTimeoutMax: parkTimeout, StealAge: MaxStealAge})
@@ -206,10 +214,7 @@ func TestDeferredWakeupRescuedByTheWatcher(t *testing.T) {
 // of them were served for deferred wake-ups (a flood gives the awake worker
 // plenty of them; a busy machine gets up to ten floods to show one).
 func TestDeferredFloodsDeliverInOrder(t *testing.T) {
-	if !goid.Supported {
-		t.Skip("the deferral needs goroutine identities")
-	}
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	twoProcs(t)
 	const actors, n = 8, 5000
 	served := uint64(0)
 	for try := 0; try < 10 && served == 0; try++ {
@@ -288,10 +293,7 @@ func TestWakeThiefNeedsAnIdleProcessor(t *testing.T) {
 // the watcher looks only every second, so the pass's end or the watcher
 // cannot be what serves the message sent meanwhile to worker 1's actor.
 func TestDeferredWakeupLookedAtDuringAPass(t *testing.T) {
-	if !goid.Supported {
-		t.Skip("the deferral needs goroutine identities")
-	}
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	twoProcs(t)
 	testHookRunning = func() uint64 { return 1 } // the sender waits: a processor idle
 	defer func() { testHookRunning = nil }()
 	e, err := Start(Config{Workers: 2, Queues: 4, ParkTimeout: time.Second, ParkTimeoutMax: time.Second, StealAge: MaxStealAge})
@@ -331,10 +333,7 @@ func TestDeferredWakeupLookedAtDuringAPass(t *testing.T) {
 // helper still marked as spinning left the transfer-leader program of
 // bench/compare waiting forever.)
 func TestDeferredHelperStuckIsSeenByTheWatcher(t *testing.T) {
-	if !goid.Supported {
-		t.Skip("the deferral needs goroutine identities")
-	}
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	twoProcs(t)
 	// Long spins: worker 0 is still spinning when the test sends to worker
 	// 1's actors.
 	e, err := Start(Config{Workers: 2, Queues: 4, SpinPasses: MaxSpinPasses, ParkTimeout: time.Millisecond,

@@ -123,8 +123,9 @@ type Config struct {
 	Queues int
 	// SpareQueues is the number of spare mailboxes per worker: mailboxes on
 	// which no actor is ever placed, so they never hold messages. When the
-	// victim is stuck in a long behaviour (the batch it is processing has
-	// lasted StealAge or more), a thief gives it one of its spares in
+	// victim is stuck in a long behaviour (it has been inside one mailbox
+	// visit, of its own mailboxes or another's, for StealAge or more), a
+	// thief gives it one of its spares in
 	// exchange for the queue it steals, instead of one of its own queues,
 	// whose actors would then wait behind that behaviour. Otherwise queues
 	// are exchanged one for one, which keeps a balanced system balanced.

@@ -293,6 +293,8 @@ func (w *worker) park() {
 		return
 	}
 	w.st.Parks++
+	w.seq += 2 // a sleep ends the visit a watcher or thief may be timing (victimStuck)
+	w.batchSeq.Store(w.seq & 0xffffffff)
 	w.publish(e.statsEpoch.Load()) // with this park counted
 	start := time.Now()
 	inFutex, caught, unlocked := false, false, false
@@ -549,7 +551,8 @@ func (e *Executor) watch() {
 		}
 		reclaimAt = time.Time{}
 		// A worker is stuck if it is awake, not spinning idle, and has
-		// begun no mailbox visit since the previous look: it is inside one
+		// begun no mailbox visit (and not slept) since the previous look
+		// (batchSeq): it is inside one
 		// visit all that time (or, rarely and harmlessly, in one long idle
 		// pass before it spins). Busy workers that are not stuck wake
 		// thieves themselves (see pass).

@@ -57,20 +57,30 @@ func (h stealHooks) Giving(q *mailbox)   { q.owner.Store(int32(h.victim.id)); h.
 func (h stealHooks) Ungiving(q *mailbox) { q.owner.Store(int32(h.thief.id)) }
 func (h stealHooks) Taking(q *mailbox)   { q.owner.Store(int32(h.thief.id)); h.thief.taken = q }
 
-// victimStuck reports whether the batch w saw being processed at its victim
-// is still the same one StealAge or more later: a behaviour that long means
-// the victim is stuck, and must not be given queues with actors on them.
-func (w *worker) victimStuck(now time.Duration) bool {
-	b := w.busy
-	if b.mb == nil {
-		return false
+// victimStuck reports whether the victim vw has begun no mailbox visit (and
+// has not parked) for StealAge or more since the thief recorded its visit
+// counter (w.watch, see steal), while it was awake and not spinning: it is
+// inside one behaviour all that time, stuck, and must not be given queues
+// with actors on them. The visit may be of any mailbox, one of vw's own or
+// one in another worker's slots that vw was handed (handoff.go) or serves
+// for a sleeper (defer.go): the counter says so for both, where the
+// mailbox's processing bit would be seen only in vw's own slots.
+func (w *worker) victimStuck(vw *worker, now time.Duration) bool {
+	v := w.watch
+	if v.w != vw || uint32(vw.batchSeq.Load()) != v.seq {
+		return false // another victim, or a visit (or a park) since
 	}
-	word := b.mb.word.Load()
-	if word&wordProcessing == 0 || word&wordSeqMask != b.word&wordSeqMask {
-		w.busy = candidate{} // that batch is over
-		return false
+	if vw.state.Load() != workerRunning || vw.spinningNow.Load() {
+		return false // asleep, or idle
 	}
-	return now-b.since >= w.e.cfg.StealAge
+	return now-v.since >= w.e.cfg.StealAge
+}
+
+// victimWatch is a victim's visit counter as a thief saw it (see steal).
+type victimWatch struct {
+	w     *worker
+	seq   uint32        // the low 32 bits of w.batchSeq
+	since time.Duration // when first seen at that value, since the executor's epoch
 }
 
 // candidate is a mailbox a thief saw waiting (see steal).
@@ -124,7 +134,7 @@ func (w *worker) steal() bool {
 	w.backlogSeen = ready >= 0 || len(w.cands) > 0
 	if ready >= 0 {
 		w.st.StealAttempts++
-		return w.trySteal(ready, w.victimStuck(now))
+		return w.trySteal(ready, w.victimStuck(e.slotWorker[ready], now))
 	}
 	if len(w.cands) > 0 {
 		return false // still waiting for them to age
@@ -137,6 +147,9 @@ func (w *worker) steal() bool {
 		return false
 	}
 	vw := e.workers[v]
+	if s := uint32(vw.batchSeq.Load()); w.watch.w != vw || w.watch.seq != s {
+		w.watch = victimWatch{w: vw, seq: s, since: now} // a new visit to watch
+	}
 	span := vw.hi - vw.lo
 	start := w.rng.IntN(span)
 	for k := 0; k < span; k++ {
@@ -151,8 +164,6 @@ func (w *worker) steal() bool {
 				return w.trySteal(i, false)
 			}
 			w.cands = append(w.cands, candidate{mb: mb, word: word, since: now})
-		} else if word&wordProcessing != 0 && (w.busy.mb == nil || w.busy.mb.word.Load()&(wordProcessing|wordSeqMask) != w.busy.word&(wordProcessing|wordSeqMask)) {
-			w.busy = candidate{mb: mb, word: word, since: now} // a new batch to watch
 		}
 	}
 	if len(w.cands) == 0 {

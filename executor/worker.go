@@ -93,10 +93,11 @@ type worker struct {
 	// cands are the candidates a thief is watching (see steal): each
 	// mailbox with its word when first seen, and when.
 	cands []candidate
-	// busy is a victim mailbox seen being processed (see steal): if it is
-	// still processed by the same gulp StealAge later, its worker is stuck
-	// in a long behaviour, and the thief gives it spares rather than queues.
-	busy      candidate
+	// watch is the visit counter of the last victim scanned, and when it
+	// was first seen at that value: if it is unchanged StealAge later, the
+	// victim is stuck in a long behaviour, and the thief gives it spares
+	// rather than queues (see victimStuck).
+	watch     victimWatch
 	sup       workerSup   // supervision (supervise.go)
 	st        WorkerStats // private counters
 	seenEpoch uint64      // last statsEpoch published
@@ -150,9 +151,10 @@ type worker struct {
 	pubMu    sync.Mutex
 	pub      WorkerStats
 	pubEpoch atomic.Uint64
-	// batchSeq's low 32 bits change at every mailbox visit (see
-	// processCurrent): the watcher sees a worker stuck in a behaviour as
-	// the same value twice. Its high 32 bits are the size of the batch
+	// batchSeq's low 32 bits change at every mailbox visit and re-take
+	// (see processCurrent) and at every sleep (park): the watcher, and a
+	// thief (victimStuck), see a worker stuck in a behaviour as the same
+	// value over time while the worker is awake. Its high 32 bits are the size of the batch
 	// being drained (as gulped), for Stop to report the batch a stuck
 	// behaviour holds. Written by the worker at each gulp; read by the
 	// watcher and Stop. seq is the worker's own count.

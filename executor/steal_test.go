@@ -1,0 +1,105 @@
+package executor
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A worker stuck in a behaviour of a mailbox that lies in another worker's
+// slots (one handed to it, see handoff.go) is stuck all the same: a thief
+// that takes the queue waiting behind it gives it a spare, not a queue with
+// actors, which would wait behind the behaviour in turn. Worker 0 runs a
+// starter (mailbox 0) whose message to the blocker (mailbox 2, worker 1's)
+// is handed off, so worker 0 runs the blocker, which blocks; a message to
+// the waiter (mailbox 1, worker 0's) then waits until worker 1, woken by
+// the watcher, steals mailbox 1.
+func TestThiefGivesSpareToWorkerStuckElsewhere(t *testing.T) {
+	e, err := Start(Config{Workers: 2, Queues: 4, SpareQueues: 1,
+		StealAge: 2 * time.Millisecond, ParkTimeout: time.Millisecond})
+	require.NoError(t, err)
+	stuck, release := make(chan *worker, 1), make(chan struct{})
+	blocker := &probe{fn: func(*probe) Allocation {
+		stuck <- e.current()
+		<-release
+		return Finished
+	}}
+	starter := &probe{fn: func(*probe) Allocation {
+		require.NoError(t, Send(&blocker.cell, blocker, &probeMsg{}, probeBehaviour))
+		return Finished
+	}}
+	delivered := make(chan *worker, 1)
+	waiter := &probe{fn: func(*probe) Allocation {
+		delivered <- e.current()
+		return Finished
+	}}
+	starter.spawn(t, e) // ticket 0: mailbox 0, worker 0
+	waiter.spawn(t, e)  // ticket 1: mailbox 1, worker 0
+	blocker.spawn(t, e) // ticket 2: mailbox 2, worker 1
+	waitAllParked(t, e)
+	starter.send(t, &probeMsg{})
+	require.Same(t, e.workers[0], <-stuck, "the blocker was not handed to worker 0")
+	waiter.send(t, &probeMsg{})
+	select {
+	case w := <-delivered:
+		assert.Same(t, e.workers[1], w, "the waiter ran on the stuck worker")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter's message was never stolen from the stuck worker")
+	}
+	// The thief gave worker 0 its spare for mailbox 1: worker 0 holds both.
+	spares := 0
+	for i := e.workers[0].lo; i < e.workers[0].hi; i++ {
+		if e.slots[i].Load().spare {
+			spares++
+		}
+	}
+	assert.Equal(t, 2, spares, "the stuck worker was given a queue with actors")
+	close(release)
+	require.NoError(t, e.Stop(context.Background()))
+}
+
+// victimStuck's rule, on a stopped executor's workers: a victim is stuck
+// once its visit counter has stayed the same for StealAge while it was
+// awake and not spinning; a visit, a re-take or a sleep advances the
+// counter.
+func TestVictimStuckRule(t *testing.T) {
+	e, err := Start(Config{Workers: 2, StealAge: time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, e.Stop(context.Background()))
+	thief, vw := e.workers[0], e.workers[1]
+	vw.state.Store(workerRunning)
+	vw.spinningNow.Store(false)
+	vw.batchSeq.Store(7<<32 | 40)
+	thief.watch = victimWatch{w: vw, seq: 40, since: 0}
+	age := e.cfg.StealAge
+	assert.False(t, thief.victimStuck(vw, age-1), "not yet StealAge")
+	assert.True(t, thief.victimStuck(vw, age), "the same visit for StealAge")
+	assert.False(t, thief.victimStuck(e.workers[0], age), "another victim than the one watched")
+	vw.spinningNow.Store(true)
+	assert.False(t, thief.victimStuck(vw, age), "spinning: idle, not stuck")
+	vw.spinningNow.Store(false)
+	vw.state.Store(workerParked)
+	assert.False(t, thief.victimStuck(vw, age), "asleep")
+	vw.state.Store(workerRunning)
+	vw.batchSeq.Store(42)
+	assert.False(t, thief.victimStuck(vw, age), "a visit (or a sleep) since")
+}
+
+// A sleep advances the visit counter, so that a victim that slept and woke
+// between a thief's looks, without a visit, does not look stuck.
+func TestSleepAdvancesVisitCounter(t *testing.T) {
+	e, err := Start(Config{Workers: 2})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e.Stop(context.Background())) }()
+	waitAllParked(t, e)
+	w := e.workers[0]
+	seq, parks := w.batchSeq.Load(), e.Stats().Workers[0].Parks
+	require.True(t, w.wake())
+	require.Eventually(t, func() bool {
+		return w.state.Load() == workerParked && e.Stats().Workers[0].Parks > parks
+	}, 10*time.Second, 50*time.Microsecond, "worker 0 never parked again")
+	assert.NotEqual(t, seq, w.batchSeq.Load(), "a sleep left the visit counter as it was")
+}

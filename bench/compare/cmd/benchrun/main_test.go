@@ -154,3 +154,22 @@ func TestTargets(t *testing.T) {
 	require.Equal(t, 1.0, timesBest(2, 2, true))
 	require.Equal(t, 2.0, timesBest(1, 2, false))
 }
+
+// serialPoints flags actord points on two workers or more that kept about
+// one core busy where the goroutines kept more busy, and nothing else.
+func TestSerialPoints(t *testing.T) {
+	rec := func(program, system string, workers int, cpu, wall float64) Record {
+		return Record{Program: program, System: system, Workers: workers, CPUS: cpu, WallS: wall, Value: wall, LowerIsBetter: true}
+	}
+	recs := []Record{
+		rec("matrix", compare.Actord, 2, 1.0, 1.0), rec("matrix", compare.Actord, 2, 1.1, 1.0), rec("matrix", compare.Actord, 2, 1.05, 1.0),
+		rec("matrix", compare.Chan, 2, 1.71, 0.9), rec("matrix", compare.Chan, 2, 1.62, 0.9),
+		rec("matrix", compare.Actord, 1, 1.0, 1.0), rec("matrix", compare.Chan, 1, 1.0, 1.0), // one worker: not flagged
+		rec("executor", compare.Actord, 2, 1.9, 1.0), rec("executor", compare.Chan, 2, 1.9, 1.0), // both cores: not flagged
+		rec("pipeline", compare.Actord, 2, 0.1, 1.0), rec("pipeline", compare.Chan, 2, 0.1, 1.0), // the goroutines too: not flagged
+		rec("cycle", compare.Actord, 2, 1.0, 1.0), rec("cycle", compare.Chan, 2, 3.6, 2.0), // one core, but faster: not flagged
+	}
+	got := serialPoints(aggregate(recs))
+	require.Len(t, got, 1)
+	require.True(t, strings.HasPrefix(got[0], "matrix on actord, 2 workers: 1.05 cores busy (goroutines 1.85)"), got[0])
+}

@@ -39,6 +39,7 @@ type stat struct {
 	rssMed            float64 // peak RSS, bytes
 	threadsMax        int
 	wallMed, cpuMed   float64
+	coresMed          float64 // median over runs of CPU time / wall time: the cores kept busy
 	lower             bool
 	checksums         []float64 // matrix
 	values, rss, wall []float64
@@ -61,6 +62,7 @@ func median(v []float64) float64 {
 func aggregate(recs []Record) map[point]*stat {
 	st := map[point]*stat{}
 	cpus := map[point][]float64{}
+	cores := map[point][]float64{}
 	for _, r := range recs {
 		if r.Error != "" {
 			continue
@@ -79,6 +81,9 @@ func aggregate(recs []Record) map[point]*stat {
 		s.rss = append(s.rss, float64(r.PeakRSS))
 		s.wall = append(s.wall, r.WallS)
 		cpus[k] = append(cpus[k], r.CPUS)
+		if r.WallS > 0 {
+			cores[k] = append(cores[k], r.CPUS/r.WallS)
+		}
 		s.threadsMax = max(s.threadsMax, r.MaxThreads)
 		if c, ok := r.Metrics["checksum"]; ok {
 			s.checksums = append(s.checksums, c)
@@ -91,8 +96,41 @@ func aggregate(recs []Record) map[point]*stat {
 		s.rssMed = median(s.rss)
 		s.wallMed = median(s.wall)
 		s.cpuMed = median(cpus[k])
+		if len(cores[k]) > 0 {
+			s.coresMed = median(cores[k])
+		}
 	}
 	return st
+}
+
+// Thresholds of serialPoints, in cores kept busy (CPU time / wall time).
+const (
+	serialCores   = 1.25 // at most this: about one core
+	parallelCores = 1.6  // at least this: the goroutines used more than one
+)
+
+// serialPoints returns the actord points on two workers or more whose runs
+// kept about one core busy (median CPU time / wall time below serialCores)
+// while the goroutine version of the same program at the same worker count
+// kept at least parallelCores busy, and whose figure is worse than the
+// goroutines': the executor ran on one core although the program had work
+// for more, which the figure alone shows only as a slowdown within the
+// machine's noise. (A program that idles does not count: there fewer cores
+// busy at a better figure is the point.) Sorted.
+func serialPoints(st map[point]*stat) []string {
+	var out []string
+	for k, s := range st {
+		if k.workers < 2 || !strings.HasPrefix(k.system, compare.Actord) || s.coresMed == 0 || s.coresMed >= serialCores {
+			continue
+		}
+		g := st[point{k.program, compare.Chan, k.workers}]
+		if g == nil || g.coresMed < parallelCores || timesBest(s.med, g.med, s.lower) <= 1 {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s on %s, %d workers: %.2f cores busy (goroutines %.2f)", k.program, k.system, k.workers, s.coresMed, g.coresMed))
+	}
+	slices.Sort(out)
+	return out
 }
 
 // timesBest returns how many times worse than best a value is (1 = best).
@@ -392,6 +430,17 @@ func summary(info runInfo, recs []Record, st map[point]*stat, plots map[string]b
 		p("| %s | %s | %s | %s |\n", t.name, t.workers, t.measured, t.status)
 	}
 	p("\n")
+
+	p("## Cores used\n\n")
+	if sp := serialPoints(st); len(sp) > 0 {
+		p("**On about one core** (median CPU time / wall time below %.2f while the goroutines' was %.1f or more at the same point):\n\n", serialCores, parallelCores)
+		for _, l := range sp {
+			p("- %s\n", l)
+		}
+		p("\n")
+	} else {
+		p("No actord point on two workers or more kept about one core busy (median CPU time / wall time below %.2f) where the goroutines kept %.1f or more busy.\n\n", serialCores, parallelCores)
+	}
 
 	var failures []Record
 	for _, r := range recs {

@@ -320,11 +320,13 @@ func (w *worker) park() {
 		if unlocked {
 			runtime.UnlockOSThread()
 			w.st.ThreadReleases++
+			w.threadless.Store(true)
 		}
 		for w.state.Load() == workerParked {
 			w.ev.WaitChan(&w.state, workerParked, 0) // S4
 		}
 		if unlocked {
+			w.threadless.Store(false)
 			runtime.LockOSThread() // whichever thread runs us now
 		}
 	}
@@ -496,18 +498,32 @@ var testHookWoken func(w *worker)
 // aged, then parks again. While every worker
 // sleeps, the watcher sleeps too, without a timer (after giving back grown
 // queue buffers once the idle has lasted ParkTimeoutMax), until the first
-// worker to leave the parked state kicks it (leftPark): an idle system makes
-// no wake-ups at all, whatever its number of workers and queues.
+// worker to leave the parked state kicks it (leftPark), or has it kicked by
+// its waker (wakeOnly's caller, at once or, a sender yielding to the woken
+// worker, right after; see wakeBySender): an idle system makes no wake-ups
+// at all, whatever its number of workers and queues.
 
 // leftPark is called with the sleepers count just after a worker left the
-// parked state (every decrement of sleepers goes through it): if that made
-// the count drop from all workers, the watcher is kicked.
+// parked state (every decrement of sleepers goes through it or through
+// wakeOnly, whose caller kicks): if that made the count drop from all
+// workers, the watcher is kicked.
 func (e *Executor) leftPark(sleepers int32) {
-	if sleepers == int32(len(e.workers))-1 && e.watchKick != nil {
-		select {
-		case e.watchKick <- struct{}{}:
-		default: // a kick is pending already
-		}
+	if e.lastLeft(sleepers) {
+		e.kickWatcher()
+	}
+}
+
+// lastLeft reports whether the watcher is to be kicked after a decrement
+// of sleepers that left the count sleepers (see leftPark).
+func (e *Executor) lastLeft(sleepers int32) bool {
+	return sleepers == int32(len(e.workers))-1 && e.watchKick != nil
+}
+
+// kickWatcher wakes the watcher from its wait without a timer (see leftPark).
+func (e *Executor) kickWatcher() {
+	select {
+	case e.watchKick <- struct{}{}:
+	default: // a kick is pending already
 	}
 }
 
@@ -642,7 +658,7 @@ func (e *Executor) notify(mb *mailbox) {
 			// already set means the latter: the worker that clears it
 			// serves o's mailboxes afterwards.
 			if !o.deferred.Load() && !e.keepWake(mb, o) {
-				o.wake()
+				o.wakeBySender()
 			}
 		} else if goid.Supported && o.g.Load() == goid.Unchecked() {
 			// The owner is awake: no wake-up. It is the caller itself,
@@ -661,20 +677,75 @@ func (e *Executor) notify(mb *mailbox) {
 // parked, and reports whether it did (P4); otherwise it does nothing. Any
 // goroutine may call it.
 func (w *worker) wake() bool {
+	kick, ok := w.wakeOnly()
+	if kick {
+		w.e.kickWatcher()
+	}
+	return ok
+}
+
+// wakeOnly is wake without the watcher's kick: it reports whether it woke
+// w, and whether the watcher is to be kicked (see leftPark), which the
+// caller must then do.
+func (w *worker) wakeOnly() (kick, ok bool) {
 	if w.state.Load() != workerParked {
-		return false
+		return false, false
 	}
 	// waking counts this wake-up before the CAS makes it visible to the
 	// sleeper, so that the sleeper's decrement (in park, after it has seen
 	// the woken state) always follows the increment.
 	w.e.waking.Add(1)
 	if w.state.CompareAndSwap(workerParked, workerWoken) {
-		w.e.leftPark(w.e.sleepers.Add(-1))
+		kick = w.e.lastLeft(w.e.sleepers.Add(-1))
 		w.ev.Wake(&w.state)
-		return true
+		return kick, true
 	}
 	w.e.waking.Add(-1)
-	return false
+	return false, false
+}
+
+// Yielding to a woken worker. A worker that gave its thread back for its
+// sleep (see "Giving the thread back") is woken like any goroutine blocked
+// on a channel: the runtime readies it onto the waker's processor, where
+// it runs only once the waker blocks or yields. A waker outside the system,
+// such as a producer feeding a pipeline at a low rate, goes on with its
+// own work first (returning from the send, reading the clock, arming its
+// next timer), and the message waits for all of it. So a sender outside the
+// system that wakes such a worker yields its processor to it at once
+// (runtime.Gosched, which lets the woken worker run next there) and kicks
+// the watcher, if its wake-up is the one that must, only after it runs
+// again: a kick readies the watcher's goroutine too, which would cost the
+// message its time. The sender resumes on another processor if one is
+// idle, else once the worker blocks. Only with more than one processor
+// (GOMAXPROCS at Start): with one, every sleep gives the thread back, and a
+// producer flooding an actor would yield at every message instead of
+// letting a batch gather. A policy only: the kick is delayed, not lost (the
+// sender is runnable), and the watcher is needed only once a worker has
+// been awake for ParkTimeout.
+
+// testHookYield, if set (by tests only, before Start), is called by a
+// sender just before it yields to the worker w it woke.
+var testHookYield func(w *worker)
+
+// wakeBySender is P4 for a sender (notify) that did not keep the wake-up
+// (keepWake): it wakes w, yielding to it when the sender is outside the
+// system and w sleeps without its thread (see above).
+func (w *worker) wakeBySender() {
+	e := w.e
+	if e.procs > 1 && goid.Supported && w.threadless.Load() && e.current() == nil {
+		kick, ok := w.wakeOnly()
+		if ok {
+			if testHookYield != nil {
+				testHookYield(w)
+			}
+			runtime.Gosched()
+		}
+		if kick {
+			e.kickWatcher()
+		}
+		return
+	}
+	w.wake()
 }
 
 // wakeAll wakes every parked worker (for shutdown).

@@ -137,6 +137,12 @@ type worker struct {
 	// worker's mailboxes (serveDeferred); Executor.deferred counts the set
 	// flags. Loaded by senders, who do nothing more while it is set.
 	deferred atomic.Bool
+	// threadless is set by the worker while it sleeps on the channel
+	// without its thread (park, "Giving the thread back"), and cleared by
+	// it when it wakes; loaded by senders outside the system that wake it,
+	// which then yield to it (see wakeBySender). A stale value only makes
+	// a sender yield when it need not, or not yield.
+	threadless atomic.Bool
 	// reclaimReq is set by the watcher before it wakes the worker to give
 	// back its grown spare buffer, and swapped back by the worker when it
 	// wakes (see reclaimIdle, reclaimOwn).

@@ -1,0 +1,111 @@
+package executor
+
+import (
+	"context"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// countYields counts the yields of senders to the workers they woke (see
+// wakeBySender) until the test ends.
+func countYields(t *testing.T) *atomic.Int64 {
+	var n atomic.Int64
+	testHookYield = func(*worker) { n.Add(1) }
+	t.Cleanup(func() { testHookYield = nil })
+	return &n
+}
+
+// waitThreadless waits until w sleeps without its thread.
+func waitThreadless(t *testing.T, w *worker) {
+	t.Helper()
+	require.Eventually(t, func() bool { return w.threadless.Load() }, 10*time.Second, 50*time.Microsecond,
+		"worker %d never slept without its thread", w.id)
+}
+
+// A sender outside the system that wakes a worker sleeping without its
+// thread yields to it, and kicks the watcher afterwards: the blocker it
+// woke then blocks, and the watcher, kicked by the sender once it ran
+// again, wakes worker 1 to steal the waiter's mailbox (all workers slept
+// before, so nothing else would have started the watcher).
+func TestOutsideSenderYieldsToThreadlessWorker(t *testing.T) {
+	twoProcs(t)
+	yields := countYields(t)
+	e, err := Start(Config{Workers: 2, Queues: 4, StealAge: time.Millisecond,
+		ParkTimeout: time.Millisecond, ParkTimeoutMax: 2 * time.Millisecond})
+	require.NoError(t, err)
+	stuck, release := make(chan struct{}), make(chan struct{})
+	blocker := &probe{fn: func(*probe) Allocation {
+		close(stuck)
+		<-release
+		return Finished
+	}}
+	delivered := make(chan *worker, 1)
+	waiter := &probe{fn: func(*probe) Allocation {
+		delivered <- e.current()
+		return Finished
+	}}
+	blocker.spawn(t, e) // ticket 0: mailbox 0, worker 0
+	waiter.spawn(t, e)  // ticket 1: mailbox 1, worker 0
+	waitAllParked(t, e)
+	waitThreadless(t, e.workers[0])
+	// Let the watcher see everyone asleep (its interval is at most 2 ms)
+	// and wait for a kick without a timer.
+	time.Sleep(20 * time.Millisecond)
+	blocker.send(t, &probeMsg{})
+	<-stuck
+	assert.EqualValues(t, 1, yields.Load(), "the sender did not yield to the worker it woke")
+	waiter.send(t, &probeMsg{}) // waits behind the blocker: worker 0 is awake
+	select {
+	case w := <-delivered:
+		assert.Same(t, e.workers[1], w)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watcher was never kicked: the waiter's mailbox was not stolen")
+	}
+	close(release)
+	require.NoError(t, e.Stop(context.Background()))
+	assert.EqualValues(t, 1, yields.Load())
+}
+
+// Senders that are behaviours never yield (their worker's thread is locked
+// to it), and with a single processor nobody does (a producer would yield
+// at every message, where a batch should gather).
+func TestSendersThatDoNotYield(t *testing.T) {
+	twoProcs(t)
+	yields := countYields(t)
+	// No watcher, so that a behaviour's send wakes the owner itself
+	// instead of handing the mailbox off (see handoff.go).
+	e, err := Start(Config{Workers: 2, Queues: 2, ParkTimeout: -1})
+	require.NoError(t, err)
+	var got atomic.Int64
+	far := finishingProbe(1, &got) // ticket 0: mailbox 0, worker 0
+	far.spawn(t, e)
+	near := &probe{fn: func(*probe) Allocation { // ticket 1: mailbox 1, worker 1
+		require.NoError(t, Send(&far.cell, far, &probeMsg{}, probeBehaviour))
+		return Finished
+	}}
+	near.spawn(t, e)
+	waitAllParked(t, e)
+	waitThreadless(t, e.workers[0])
+	waitThreadless(t, e.workers[1])
+	near.send(t, &probeMsg{}) // from outside: yields to worker 1
+	require.Eventually(t, func() bool { return got.Load() == 1 }, 10*time.Second, 50*time.Microsecond)
+	assert.EqualValues(t, 1, yields.Load(), "a behaviour's send yielded")
+	require.NoError(t, e.Stop(context.Background()))
+
+	runtime.GOMAXPROCS(1)
+	e, err = Start(Config{Workers: 2, Queues: 2})
+	require.NoError(t, err)
+	one := finishingProbe(1, &got)
+	one.spawn(t, e)
+	waitAllParked(t, e)
+	waitThreadless(t, e.workers[0])
+	one.send(t, &probeMsg{})
+	require.Eventually(t, func() bool { return got.Load() == 2 }, 10*time.Second, 50*time.Microsecond)
+	require.NoError(t, e.Stop(context.Background()))
+	assert.EqualValues(t, 1, yields.Load(), "a sender yielded with one processor")
+}

@@ -47,7 +47,12 @@
 // while it sleeps on the channel and locks the thread it wakes on: a
 // goroutine that wakes it and then blocks (a producer between two messages)
 // hands it its processor, as Go does for goroutines, instead of waking two
-// threads. After sleeps that average 0.5 ms or more it spins only briefly.
+// threads. With more than one processor, a goroutine outside the system
+// whose send wakes such a worker yields its processor to it at once
+// (runtime.Gosched) rather than when it next blocks, and goes on on another
+// processor if one is idle: the message does not wait for the rest of the
+// sender's work. After sleeps that average 0.5 ms or more it spins only
+// briefly.
 // Behaviours always run on a thread locked to their worker. A busy worker
 // that sees a backlog wakes a parked one to steal from it, if a processor
 // is idle.

@@ -160,10 +160,11 @@ type worker struct {
 	// batchSeq's low 32 bits change at every mailbox visit and re-take
 	// (see processCurrent) and at every sleep (park): the watcher, and a
 	// thief (victimStuck), see a worker stuck in a behaviour as the same
-	// value over time while the worker is awake. Its high 32 bits are the size of the batch
-	// being drained (as gulped), for Stop to report the batch a stuck
-	// behaviour holds. Written by the worker at each gulp; read by the
-	// watcher and Stop. seq is the worker's own count.
+	// value over time while the worker is awake. Its high 32 bits are the
+	// size of the batch being drained (as gulped; 0 while asleep), for Stop
+	// to report the batch a stuck behaviour holds. Written by the worker at
+	// each gulp and sleep; read by the watcher, thieves and Stop. seq is
+	// the worker's own count.
 	batchSeq atomic.Uint64
 	seq      uint64
 }

@@ -299,11 +299,7 @@ func TestDeferredWakeupLookedAtDuringAPass(t *testing.T) {
 	e, err := Start(Config{Workers: 2, Queues: 4, ParkTimeout: time.Second, ParkTimeoutMax: time.Second, StealAge: MaxStealAge})
 	require.NoError(t, err)
 	started, release, block := make(chan struct{}), make(chan struct{}), make(chan struct{})
-	first := &probe{fn: func(*probe) Allocation {
-		close(started)
-		<-release
-		return Finished
-	}}
+	first := blockingProbe(started, release)
 	second := &probe{fn: func(*probe) Allocation {
 		<-block
 		return Finished

@@ -179,6 +179,25 @@ func finishingProbe(n int, counter *atomic.Int64) *probe {
 	}}
 }
 
+// blockingProbe returns a probe whose first message closes started, blocks
+// until release is closed, and finishes it.
+func blockingProbe(started, release chan struct{}) *probe {
+	return &probe{fn: func(*probe) Allocation {
+		close(started)
+		<-release
+		return Finished
+	}}
+}
+
+// reportingProbe returns a probe whose first message sends the worker
+// running it (e.current()) on ch and finishes it.
+func reportingProbe(e *Executor, ch chan<- *worker) *probe {
+	return &probe{fn: func(*probe) Allocation {
+		ch <- e.current()
+		return Finished
+	}}
+}
+
 func TestCurrentRecognisesWorkers(t *testing.T) {
 	e, err := Start(Config{Workers: 3})
 	require.NoError(t, err)

@@ -453,11 +453,7 @@ func TestSpinWhileBacklog(t *testing.T) {
 			StealAge: time.Minute, ParkTimeout: -1})
 		require.NoError(t, err)
 		stuck, release := make(chan struct{}), make(chan struct{})
-		blocker := &probe{fn: func(*probe) Allocation {
-			close(stuck)
-			<-release
-			return Finished
-		}}
+		blocker := blockingProbe(stuck, release)
 		waiter := finishingProbe(1, nil)
 		other := finishingProbe(2, nil)
 		blocker.spawn(t, e) // ticket 0: mailbox 0

@@ -36,10 +36,7 @@ func TestThiefGivesSpareToWorkerStuckElsewhere(t *testing.T) {
 		return Finished
 	}}
 	delivered := make(chan *worker, 1)
-	waiter := &probe{fn: func(*probe) Allocation {
-		delivered <- e.current()
-		return Finished
-	}}
+	waiter := reportingProbe(e, delivered)
 	starter.spawn(t, e) // ticket 0: mailbox 0, worker 0
 	waiter.spawn(t, e)  // ticket 1: mailbox 1, worker 0
 	blocker.spawn(t, e) // ticket 2: mailbox 2, worker 1

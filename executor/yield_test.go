@@ -39,16 +39,9 @@ func TestOutsideSenderYieldsToThreadlessWorker(t *testing.T) {
 		ParkTimeout: time.Millisecond, ParkTimeoutMax: 2 * time.Millisecond})
 	require.NoError(t, err)
 	stuck, release := make(chan struct{}), make(chan struct{})
-	blocker := &probe{fn: func(*probe) Allocation {
-		close(stuck)
-		<-release
-		return Finished
-	}}
+	blocker := blockingProbe(stuck, release)
 	delivered := make(chan *worker, 1)
-	waiter := &probe{fn: func(*probe) Allocation {
-		delivered <- e.current()
-		return Finished
-	}}
+	waiter := reportingProbe(e, delivered)
 	blocker.spawn(t, e) // ticket 0: mailbox 0, worker 0
 	waiter.spawn(t, e)  // ticket 1: mailbox 1, worker 0
 	waitAllParked(t, e)

@@ -729,10 +729,13 @@ var testHookYield func(w *worker)
 
 // wakeBySender is P4 for a sender (notify) that did not keep the wake-up
 // (keepWake): it wakes w, yielding to it when the sender is outside the
-// system and w sleeps without its thread (see above).
+// system and w sleeps without its thread (see above). A sender that is a
+// worker of another executor (a behaviour sending across systems) never
+// yields: its goroutine is locked to its thread, and a yield would hand
+// its processor to another thread and wait to be handed one back.
 func (w *worker) wakeBySender() {
 	e := w.e
-	if e.procs > 1 && goid.Supported && w.threadless.Load() && e.current() == nil {
+	if e.procs > 1 && goid.Supported && w.threadless.Load() && runningWorker() == nil {
 		kick, ok := w.wakeOnly()
 		if ok {
 			if testHookYield != nil {

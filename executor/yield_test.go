@@ -102,3 +102,36 @@ func TestSendersThatDoNotYield(t *testing.T) {
 	require.NoError(t, e.Stop(context.Background()))
 	assert.EqualValues(t, 1, yields.Load(), "a sender yielded with one processor")
 }
+
+// A behaviour of one executor sending to an actor of another, whose worker
+// sleeps without its thread, does not yield either: it is a worker, locked
+// to its thread.
+func TestSenderFromAnotherSystemDoesNotYield(t *testing.T) {
+	twoProcs(t)
+	other, err := Start(Config{Workers: 1})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, other.Stop(context.Background())) }()
+	e, err := Start(Config{Workers: 2, Queues: 2})
+	require.NoError(t, err)
+	var toE atomic.Int64 // yields to e's workers (the test's own send to other may yield)
+	testHookYield = func(w *worker) {
+		if w.e == e {
+			toE.Add(1)
+		}
+	}
+	t.Cleanup(func() { testHookYield = nil })
+	var got atomic.Int64
+	target := finishingProbe(1, &got) // ticket 0: mailbox 0, e's worker 0
+	target.spawn(t, e)
+	sender := &probe{fn: func(*probe) Allocation {
+		require.NoError(t, Send(&target.cell, target, &probeMsg{}, probeBehaviour))
+		return Finished
+	}}
+	sender.spawn(t, other)
+	waitAllParked(t, e)
+	waitThreadless(t, e.workers[0])
+	sender.send(t, &probeMsg{})
+	require.Eventually(t, func() bool { return got.Load() == 1 }, 10*time.Second, 50*time.Microsecond)
+	require.NoError(t, e.Stop(context.Background()))
+	assert.Zero(t, toE.Load(), "a worker of another executor yielded")
+}

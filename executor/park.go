@@ -711,7 +711,8 @@ func (w *worker) wakeOnly() (kick, ok bool) {
 // such as a producer feeding a pipeline at a low rate, goes on with its
 // own work first (returning from the send, reading the clock, arming its
 // next timer), and the message waits for all of it. So a sender outside the
-// system that wakes such a worker yields its processor to it at once
+// system (a goroutine that is no executor's worker) that wakes such a
+// worker yields its processor to it at once
 // (runtime.Gosched, which lets the woken worker run next there) and kicks
 // the watcher, if its wake-up is the one that must, only after it runs
 // again: a kick readies the watcher's goroutine too, which would cost the

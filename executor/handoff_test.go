@@ -209,9 +209,15 @@ func TestFollowTheChainIsBounded(t *testing.T) {
 				if ended.Load() {
 					return Finished // the other end has finished
 				}
+				// The last hop: the other end finishes on it. ended is
+				// set before the send, so that the other end, which may
+				// run on the other worker as soon as it is sent, sees it.
+				last := stop.Load()
+				if last {
+					ended.Store(true)
+				}
 				require.NoError(t, Send(&(*to).cell, *to, m, probeBehaviour))
-				if stop.Load() {
-					ended.Store(true) // the last hop: the other end finishes on it
+				if last {
 					return Finished
 				}
 				return Nodelete

@@ -82,7 +82,8 @@ func twoProcs(t *testing.T) {
 // park timeout of parkTimeout, and spawns a ticker on worker 0 (mailbox 0)
 // and sink on worker 1 (mailbox 1). The ticker keeps worker 0 awake, making
 // passes, by sending itself a message from each of its behaviours until
-// stop is set (after hold is set, each behaviour first waits for gate).
+// stop is set, when it finishes (after hold is set, each behaviour first
+// waits for gate).
 // Mailboxes are not stolen (the steal age is the longest). It returns once
 // worker 1 is parked.
 func deferSetup(t *testing.T, parkTimeout time.Duration, sink *probe) (e *Executor, stop func(), hold func(bool), gate chan struct{}) {
@@ -100,9 +101,14 @@ func deferSetup(t *testing.T, parkTimeout time.Duration, sink *probe) (e *Execut
 		if held.Load() {
 			<-gate
 		}
-		if !stopped.Load() {
-			p.send(t, m)
+		if stopped.Load() {
+			// The ticker always has one message of its own in flight:
+			// it finishes on the first after stop (a pill sent by stop
+			// could come before that message, which would then reach a
+			// finished actor).
+			return Finished
 		}
+		p.send(t, m)
 		return Nodelete
 	}
 	ticker.spawn(t, e) // ticket 0: mailbox 0, worker 0
@@ -111,7 +117,7 @@ func deferSetup(t *testing.T, parkTimeout time.Duration, sink *probe) (e *Execut
 	require.Eventually(t, func() bool { return e.workers[1].state.Load() == workerParked }, 5*time.Second, 100*time.Microsecond)
 	stop = func() {
 		stopped.Store(true)
-		finishProbes(t, ticker, sink)
+		finishProbes(t, sink)
 		require.NoError(t, e.Stop(context.Background()))
 	}
 	return e, stop, held.Store, gate

@@ -368,9 +368,12 @@ func TestTimerErrors(t *testing.T) {
 
 	// A timer set while the actor lives, firing after it terminated, is
 	// dead; so is a periodic one, which is cancelled.
-	_, err = SendAfter(p, 5*time.Millisecond, &tick{})
+	// Their delays leave the termination below time to happen first on a
+	// loaded machine: a firing before it would be delivered, or reach the
+	// actor after it terminated, not count as dead.
+	_, err = SendAfter(p, 50*time.Millisecond, &tick{})
 	require.NoError(t, err)
-	per, err := SendEvery(p, 3*time.Millisecond, &tick{})
+	per, err := SendEvery(p, 30*time.Millisecond, &tick{})
 	require.NoError(t, err)
 	a.mu.Lock()
 	a.fin = true
@@ -385,7 +388,7 @@ func TestTimerErrors(t *testing.T) {
 	assert.ErrorIs(t, err, ErrTerminated)
 	_, err = SendEvery(p, time.Second, &tick{})
 	assert.ErrorIs(t, err, ErrTerminated)
-	time.Sleep(10 * time.Millisecond)
+	time.Sleep(60 * time.Millisecond)
 	assert.Equal(t, uint64(2), e.Stats().TimersDead, "the periodic timer fired again")
 	checkTimers(t, &e.timers)
 	require.NoError(t, e.Stop(context.Background()))

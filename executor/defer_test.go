@@ -147,12 +147,22 @@ func TestDeferredWakeupServedByTheAwakeWorker(t *testing.T) {
 		const n = 100
 		var got atomic.Int64
 		sink := &probe{fn: func(*probe) Allocation { got.Add(1); return Nodelete }}
-		e, stop, _, _ := deferSetup(t, time.Second, sink)
+		e, stop, hold, gate := deferSetup(t, time.Second, sink)
+		// Worker 0 waits inside a ticker behaviour while the messages are
+		// sent, so that its helping takes them all at once: a helper
+		// whose visit ends with more messages arriving wakes the owner,
+		// as any releaser does (processCurrent), which a loaded machine
+		// would otherwise make happen here.
+		hold(true)
+		gate <- struct{}{}
 		before := e.Stats().Workers[1]
 		m := &probeMsg{}
 		for range n {
 			sink.send(t, m)
 		}
+		assert.True(t, e.workers[1].deferred.Load(), "the sends woke worker 1")
+		hold(false)
+		close(gate)
 		require.Eventually(t, func() bool { return got.Load() == n }, 5*time.Second, 100*time.Microsecond)
 		after := e.Stats().Workers[1]
 		stop()

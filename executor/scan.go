@@ -124,8 +124,8 @@ func (w *worker) processGulped(mb *mailbox, n int) {
 // refilled meanwhile (up to Config.Regulps times), then releases it.
 func (w *worker) processCurrent() {
 	e, mb := w.e, w.cur
+	w.seq += 2 // a new visit (see the watcher in park.go, and victimStuck)
 	for {
-		w.seq += 2 // a new visit, or re-take (see the watcher in park.go, and victimStuck)
 		w.batchSeq.Store(uint64(w.gulped)<<32 | w.seq&0xffffffff)
 		w.limit = w.gulped + e.cfg.LocalBatch
 		w.drain()

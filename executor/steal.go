@@ -60,8 +60,9 @@ func (h stealHooks) Taking(q *mailbox)   { q.owner.Store(int32(h.thief.id)); h.t
 // victimStuck reports whether the victim vw has begun no mailbox visit (and
 // has not parked) for StealAge or more since the thief recorded its visit
 // counter (w.watch, see steal), while it was awake and not spinning: it is
-// inside one behaviour all that time, stuck, and must not be given queues
-// with actors on them. The visit may be of any mailbox, one of vw's own or
+// inside one visit all that time (a long behaviour, or a mailbox re-taken
+// batch after batch), stuck as far as its other queues are concerned, and
+// must not be given queues with actors on them. The visit may be of any mailbox, one of vw's own or
 // one in another worker's slots that vw was handed (handoff.go) or serves
 // for a sleeper (defer.go): the counter says so for both, where the
 // mailbox's processing bit would be seen only in vw's own slots.

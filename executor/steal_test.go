@@ -86,8 +86,7 @@ func stuckElsewhere(t *testing.T) bool {
 
 // victimStuck's rule, on a stopped executor's workers: a victim is stuck
 // once its visit counter has stayed the same for StealAge while it was
-// awake and not spinning; a visit, a re-take or a sleep advances the
-// counter.
+// awake and not spinning; a visit or a sleep advances the counter.
 func TestVictimStuckRule(t *testing.T) {
 	e, err := Start(Config{Workers: 2, StealAge: time.Millisecond})
 	require.NoError(t, err)

@@ -157,10 +157,12 @@ type worker struct {
 	pubMu    sync.Mutex
 	pub      WorkerStats
 	pubEpoch atomic.Uint64
-	// batchSeq's low 32 bits change at every mailbox visit and re-take
-	// (see processCurrent) and at every sleep (park): the watcher, and a
-	// thief (victimStuck), see a worker stuck in a behaviour as the same
-	// value over time while the worker is awake. Its high 32 bits are the
+	// batchSeq's low 32 bits change at every mailbox visit (see
+	// processCurrent; its re-takes of the mailbox are part of the visit)
+	// and at every sleep (park): the watcher, and a thief (victimStuck),
+	// see a worker stuck in one visit (a long behaviour, or a flooded
+	// mailbox re-taken batch after batch) as the same value over time
+	// while the worker is awake. Its high 32 bits are the
 	// size of the batch being drained (as gulped; 0 while asleep), for Stop
 	// to report the batch a stuck behaviour holds. Written by the worker at
 	// each gulp and sleep; read by the watcher, thieves and Stop. seq is

@@ -7,6 +7,7 @@ package actor_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -504,6 +505,13 @@ func TestSpawnRacingStop(t *testing.T) {
 							violations.Add(1)
 						}
 						_ = actor.SendPill(r, actor.FinishedMsg)
+						// One actor at a time per spawner: spawners that
+						// outpace the workers (as they do under -race)
+						// would keep actors alive for ever, and Stop,
+						// which waits for every actor, with them.
+						for r.Alive() {
+							runtime.Gosched()
+						}
 						continue
 					}
 					if !errors.Is(err, actor.ErrStopped) {

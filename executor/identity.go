@@ -167,6 +167,15 @@ func lenMap(m *map[uint64]*worker) int {
 	return len(*m)
 }
 
+// otherWorker reports whether the calling goroutine, which is not one of
+// e's workers, is a worker of another executor. It looks the goroutine up
+// only when workers of other executors exist (the registry holds more
+// workers than e has), so that a process with one executor pays one load of
+// the registry's size.
+func otherWorker(e *Executor) bool {
+	return lenMap(running.Load()) > len(e.workers) && runningWorker() != nil
+}
+
 // runningWorker returns the worker (of any executor) that the calling
 // goroutine is, or nil.
 func runningWorker() *worker {

@@ -736,7 +736,7 @@ var testHookYield func(w *worker)
 // its processor to another thread and wait to be handed one back.
 func (w *worker) wakeBySender() {
 	e := w.e
-	if e.procs > 1 && goid.Supported && w.threadless.Load() && runningWorker() == nil {
+	if e.procs > 1 && goid.Supported && w.threadless.Load() && e.current() == nil && !otherWorker(e) {
 		kick, ok := w.wakeOnly()
 		if ok {
 			if testHookYield != nil {

@@ -27,6 +27,17 @@ func waitThreadless(t *testing.T, w *worker) {
 		"worker %d never slept without its thread", w.id)
 }
 
+// sendToThreadless waits until e's workers are parked and its worker 0
+// sleeps without its thread, then calls send and waits until got reaches
+// want.
+func sendToThreadless(t *testing.T, e *Executor, send func(), got *atomic.Int64, want int64) {
+	t.Helper()
+	waitAllParked(t, e)
+	waitThreadless(t, e.workers[0])
+	send()
+	require.Eventually(t, func() bool { return got.Load() == want }, 10*time.Second, 50*time.Microsecond)
+}
+
 // A sender outside the system that wakes a worker sleeping without its
 // thread yields to it, and kicks the watcher afterwards: the blocker it
 // woke then blocks, and the watcher, kicked by the sender once it ran
@@ -95,10 +106,7 @@ func TestSendersThatDoNotYield(t *testing.T) {
 	require.NoError(t, err)
 	one := finishingProbe(1, &got)
 	one.spawn(t, e)
-	waitAllParked(t, e)
-	waitThreadless(t, e.workers[0])
-	one.send(t, &probeMsg{})
-	require.Eventually(t, func() bool { return got.Load() == 2 }, 10*time.Second, 50*time.Microsecond)
+	sendToThreadless(t, e, func() { one.send(t, &probeMsg{}) }, &got, 2)
 	require.NoError(t, e.Stop(context.Background()))
 	assert.EqualValues(t, 1, yields.Load(), "a sender yielded with one processor")
 }
@@ -128,10 +136,7 @@ func TestSenderFromAnotherSystemDoesNotYield(t *testing.T) {
 		return Finished
 	}}
 	sender.spawn(t, other)
-	waitAllParked(t, e)
-	waitThreadless(t, e.workers[0])
-	sender.send(t, &probeMsg{})
-	require.Eventually(t, func() bool { return got.Load() == 1 }, 10*time.Second, 50*time.Microsecond)
+	sendToThreadless(t, e, func() { sender.send(t, &probeMsg{}) }, &got, 1)
 	require.NoError(t, e.Stop(context.Background()))
 	assert.Zero(t, toE.Load(), "a worker of another executor yielded")
 }

@@ -61,7 +61,7 @@ func TestDeferWakeRule(t *testing.T) {
 	// keepWake needs the watcher, which rescues a deferred mailbox whose
 	// helper is stuck.
 	x = scratchWorkers(2, 2)
-	assert.False(t, x.keepWake(nil, x.workers[1]), "no watcher")
+	assert.False(t, x.keepWake(nil, x.workers[1], nil), "no watcher")
 	assert.False(t, x.workers[1].deferred.Load())
 }
 

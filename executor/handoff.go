@@ -74,17 +74,18 @@ package executor
 // outside the system never hand off: nobody would resolve the slot.
 
 // keepWake is called by a sender (notify) whose push found mb's owner o
-// parked. It reports true if the sender is not to wake o: the sender is a
-// worker of e that took mb into its handoff slot (handOff), or a goroutine
-// outside the system that left the wake-up to an awake worker (deferWake,
-// see defer.go). Both need the watcher, which rescues a mailbox kept by a
-// worker stuck in a long behaviour.
-func (e *Executor) keepWake(mb *mailbox, o *worker) bool {
+// parked; cur is the sender's worker of e (e.current()), nil for a goroutine
+// outside the system. It reports true if the sender is not to wake o: the
+// sender is a worker of e that took mb into its handoff slot (handOff), or a
+// goroutine outside the system that left the wake-up to an awake worker
+// (deferWake, see defer.go). Both need the watcher, which rescues a mailbox
+// kept by a worker stuck in a long behaviour.
+func (e *Executor) keepWake(mb *mailbox, o, cur *worker) bool {
 	if e.watchKick == nil {
 		return false
 	}
-	if w := e.current(); w != nil {
-		return w.handOff(mb)
+	if cur != nil {
+		return cur.handOff(mb)
 	}
 	return e.deferWake(o)
 }

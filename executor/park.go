@@ -657,8 +657,10 @@ func (e *Executor) notify(mb *mailbox) {
 			// processor is free for o, see defer.go). A deferred flag
 			// already set means the latter: the worker that clears it
 			// serves o's mailboxes afterwards.
-			if !o.deferred.Load() && !e.keepWake(mb, o) {
-				o.wakeBySender()
+			if !o.deferred.Load() {
+				if cur := e.current(); !e.keepWake(mb, o, cur) {
+					o.wakeBySender(cur == nil)
+				}
 			}
 		} else if goid.Supported && o.g.Load() == goid.Unchecked() {
 			// The owner is awake: no wake-up. It is the caller itself,
@@ -730,13 +732,14 @@ var testHookYield func(w *worker)
 
 // wakeBySender is P4 for a sender (notify) that did not keep the wake-up
 // (keepWake): it wakes w, yielding to it when the sender is outside the
-// system and w sleeps without its thread (see above). A sender that is a
+// system (outside: it is no worker of w's executor, as notify's identity
+// lookup found) and w sleeps without its thread (see above). A sender that is a
 // worker of another executor (a behaviour sending across systems) never
 // yields: its goroutine is locked to its thread, and a yield would hand
 // its processor to another thread and wait to be handed one back.
-func (w *worker) wakeBySender() {
+func (w *worker) wakeBySender(outside bool) {
 	e := w.e
-	if e.procs > 1 && goid.Supported && w.threadless.Load() && e.current() == nil && !otherWorker(e) {
+	if outside && e.procs > 1 && goid.Supported && w.threadless.Load() && !otherWorker(e) {
 		kick, ok := w.wakeOnly()
 		if ok {
 			if testHookYield != nil {

@@ -150,8 +150,11 @@ type Config struct {
 	// where they are, so sequential work is not dragged between cores and a
 	// busy, balanced system does not churn its queues between workers; a
 	// parked thief takes every remembered candidate that waited through its
-	// sleep. 0 means DefaultStealAge; negative means steal on first sight.
-	// At most MaxStealAge.
+	// sleep. A candidate whose owner is awake but has served none of its
+	// mailboxes for a sixteenth of StealAge (its thread is off the CPU, or
+	// it runs one long behaviour) is taken once it has waited that
+	// sixteenth. 0 means DefaultStealAge; negative means steal on first
+	// sight. At most MaxStealAge.
 	StealAge time.Duration
 	// Placement chooses new actors' mailboxes (default PlaceLocal).
 	Placement Placement

@@ -71,6 +71,9 @@ func (w *worker) drainBatch() (done bool) {
 			continue
 		}
 		status := env.call()
+		if w.delivs++; w.delivs%beatEvery == 0 {
+			w.beat.Store(w.delivs) // see victimStalled
+		}
 		if status != Nodelete {
 			w.terminate(c, env.want, status)
 			if w.mayBeRequest(env.msg) {

@@ -116,6 +116,7 @@ type WorkerStats struct {
 	backlogSpins  uint64 // idle passes spun past the budget while another worker had a backlog (see spinForBacklog)
 	follows       uint64 // mailboxes visited by following a chain (see afterVisit)
 	handoffs      uint64 // handed-off mailboxes this worker served itself (see handoff.go)
+	stalledSteals uint64 // non-empty mailboxes stolen before they aged, from a stalled victim (see victimStalled)
 	asksStarted   uint64 // requests begun on this worker (see Executor.askStarted)
 	asksDone      uint64 // requests ended on this worker
 	private       uint64 // messages taken from private queues (supervise.go)

@@ -77,11 +77,53 @@ func (w *worker) victimStuck(vw *worker, now time.Duration) bool {
 	return now-v.since >= w.e.cfg.StealAge
 }
 
-// victimWatch is a victim's visit counter as a thief saw it (see steal).
+// stallDiv divides Config.StealAge into the time after which an awake
+// victim that serves nothing is stalled (see victimStalled).
+const stallDiv = 16
+
+// beatEvery is how many deliveries a worker makes between stores of its
+// beat (see worker.beat): a power of two, so the test is a mask.
+const beatEvery = 32
+
+// victimStalled reports whether the victim the thief watches (w.watch: the
+// one whose candidates it remembers) is awake but has begun no mailbox
+// visit, not slept, and delivered fewer than beatEvery messages, for
+// StealAge/stallDiv or more since the thief recorded its counters: it
+// serves none of its mailboxes. Its thread is off the CPU (another
+// process, the host or the runtime holds it), or it runs one long
+// behaviour. Its candidates are then taken once they have waited
+// StealAge/stallDiv instead of StealAge (see steal): waiting longer only
+// holds their messages up, and a worker that is not running cannot be
+// about to serve them.
+//
+// A parked victim is never stalled: a candidate in its mailboxes has a
+// wake-up in flight (the woken worker waits for a processor, often for the
+// thief's own), and taking it early would race that worker for its own
+// mailboxes as soon as it runs.
+func (w *worker) victimStalled(now time.Duration) bool {
+	v := w.watch
+	vw := v.w
+	if vw == nil || uint32(vw.batchSeq.Load()) != v.seq || vw.beat.Load() != v.beat {
+		return false // a visit, a sleep or deliveries since
+	}
+	if vw.state.Load() != workerRunning {
+		return false
+	}
+	return now-v.quiet >= w.e.cfg.StealAge/stallDiv
+}
+
+// testHookNoStall, if set (by tests only, before Start), turns the stall
+// rule off: candidates are taken only once they have aged.
+var testHookNoStall bool
+
+// victimWatch is a victim's visit counter and beat as a thief saw them
+// (see steal).
 type victimWatch struct {
 	w     *worker
 	seq   uint32        // the low 32 bits of w.batchSeq
-	since time.Duration // when first seen at that value, since the executor's epoch
+	beat  uint32        // w.beat
+	since time.Duration // when seq was first seen, since the executor's epoch (victimStuck)
+	quiet time.Duration // when seq and beat were first seen together (victimStalled)
 }
 
 // candidate is a mailbox a thief saw waiting (see steal).
@@ -107,22 +149,31 @@ type candidate struct {
 // system does not churn its queues between workers. A backlog the owner
 // cannot keep up with, or mailboxes stuck behind a long behaviour, are
 // taken once they have aged: one per attempt, and after a sleep all the
-// remembered ones that waited through it, without a new wait each.
+// remembered ones that waited through it, without a new wait each. From a
+// stalled victim (awake, but serving nothing: victimStalled) they are taken
+// once they have waited StealAge/stallDiv.
 // Watching candidates costs the victim only those loads.
 func (w *worker) steal() bool {
 	e := w.e
 	e.sel.Attempt(w.id) // this worker is looking for work: not a good victim
 	now := time.Since(e.epoch)
-	ready := -1
+	ready, early := -1, false
+	age := e.cfg.StealAge
+	if len(w.cands) > 0 && !testHookNoStall && w.victimStalled(now) {
+		age /= stallDiv
+	}
 	keep := w.cands[:0]
 	for _, c := range w.cands {
 		word := c.mb.word.Load()
 		if !isCandidateWord(word) || word&wordSeqMask != c.word&wordSeqMask {
 			continue // served (or emptied) since we saw it
 		}
-		if ready < 0 && now-c.since >= e.cfg.StealAge {
-			if i := e.slotOf(c.mb, w); i >= 0 {
-				ready = i
+		if ready < 0 && now-c.since >= age {
+			// Taken early only from the stalled victim's slots (it may
+			// have been stolen meanwhile by a third worker).
+			aged := now-c.since >= e.cfg.StealAge
+			if i := e.slotOf(c.mb, w); i >= 0 && (aged || e.slotWorker[i] == w.watch.w) {
+				ready, early = i, !aged
 				continue // tried now: not kept
 			}
 		}
@@ -135,7 +186,15 @@ func (w *worker) steal() bool {
 	w.backlogSeen = ready >= 0 || len(w.cands) > 0
 	if ready >= 0 {
 		w.st.StealAttempts++
-		return w.trySteal(ready, w.victimStuck(e.slotWorker[ready], now))
+		// A stalled victim is given a spare only once it counts as stuck:
+		// most stalls are short (its thread preempted for a moment), and
+		// a spare given for each would leave it with fewer queues with
+		// actors than before, unbalancing a busy system.
+		took := w.trySteal(ready, w.victimStuck(e.slotWorker[ready], now))
+		if took && early {
+			w.st.stalledSteals++
+		}
+		return took
 	}
 	if len(w.cands) > 0 {
 		return false // still waiting for them to age
@@ -148,8 +207,10 @@ func (w *worker) steal() bool {
 		return false
 	}
 	vw := e.workers[v]
-	if s := uint32(vw.batchSeq.Load()); w.watch.w != vw || w.watch.seq != s {
-		w.watch = victimWatch{w: vw, seq: s, since: now} // a new visit to watch
+	if s, b := uint32(vw.batchSeq.Load()), vw.beat.Load(); w.watch.w != vw || w.watch.seq != s {
+		w.watch = victimWatch{w: vw, seq: s, beat: b, since: now, quiet: now} // a new visit to watch
+	} else if w.watch.beat != b {
+		w.watch.beat, w.watch.quiet = b, now // the same visit, delivering
 	}
 	span := vw.hi - vw.lo
 	start := w.rng.IntN(span)

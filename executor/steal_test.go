@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,6 +39,11 @@ func TestThiefGivesSpareToWorkerStuckElsewhere(t *testing.T) {
 // and reports whether the blocker ran on worker 0 (if not, nothing was
 // checked).
 func stuckElsewhere(t *testing.T) bool {
+	// The stall rule would take the waiter's mailbox before worker 0
+	// counts as stuck, exchanging one queue for another: this tests the
+	// stuck rule alone.
+	testHookNoStall = true
+	defer func() { testHookNoStall = false }()
 	e, err := Start(Config{Workers: 2, Queues: 4, SpareQueues: 1,
 		StealAge: 2 * time.Millisecond, ParkTimeout: time.Millisecond})
 	require.NoError(t, err)
@@ -124,4 +130,73 @@ func TestSleepAdvancesVisitCounter(t *testing.T) {
 		return w.state.Load() == workerParked && e.Stats().Workers[0].Parks > parks
 	}, 10*time.Second, 50*time.Microsecond, "worker 0 never parked again")
 	assert.NotEqual(t, seq, w.batchSeq.Load(), "a sleep left the visit counter as it was")
+}
+
+// The stall rule's cases: an awake victim that has begun no visit, not
+// slept and delivered no beat's worth of messages for StealAge/stallDiv.
+func TestVictimStalledRule(t *testing.T) {
+	e, err := Start(Config{Workers: 2, StealAge: 16 * time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, e.Stop(context.Background()))
+	thief, vw := e.workers[0], e.workers[1]
+	vw.state.Store(workerRunning)
+	vw.batchSeq.Store(7<<32 | 40)
+	vw.beat.Store(64)
+	thief.watch = victimWatch{w: vw, seq: 40, beat: 64, since: 0, quiet: 0}
+	stall := e.cfg.StealAge / stallDiv
+	assert.False(t, thief.victimStalled(stall-1), "not yet StealAge/stallDiv")
+	assert.True(t, thief.victimStalled(stall), "nothing served for StealAge/stallDiv")
+	vw.spinningNow.Store(true)
+	assert.True(t, thief.victimStalled(stall), "spinning with a candidate waiting: off the CPU")
+	vw.spinningNow.Store(false)
+	vw.state.Store(workerParked)
+	assert.False(t, thief.victimStalled(stall), "asleep: a wake-up is in flight")
+	vw.state.Store(workerRunning)
+	vw.beat.Store(96)
+	assert.False(t, thief.victimStalled(stall), "deliveries since: serving a long visit")
+	vw.beat.Store(64)
+	vw.batchSeq.Store(42)
+	assert.False(t, thief.victimStalled(stall), "a visit (or a sleep) since")
+	thief.watch = victimWatch{}
+	assert.False(t, thief.victimStalled(stall), "no victim watched")
+}
+
+// A thief takes a candidate early from a victim stuck in one behaviour: with
+// a steal age of a second, the message to the stuck worker's other actor is
+// delivered, by a steal counted as from a stalled victim, while the
+// behaviour still blocks. Without the stall rule it would wait the whole
+// second, and no such steal would be counted.
+func TestStealsEarlyFromStalledVictim(t *testing.T) {
+	// Mailboxes 0 and 1 are worker 0's, 2 and 3 worker 1's.
+	e, err := Start(Config{Workers: 2, Queues: 4, StealAge: time.Second})
+	require.NoError(t, err)
+	started, release := make(chan struct{}), make(chan struct{})
+	idle0, idle1 := finishingProbe(1, nil), finishingProbe(1, nil)
+	blocker := blockingProbe(started, release)
+	var got atomic.Int64
+	target := finishingProbe(1, &got)
+	idle0.spawn(t, e)   // ticket 0: mailbox 0, worker 0
+	idle1.spawn(t, e)   // ticket 1: mailbox 1, worker 0
+	blocker.spawn(t, e) // ticket 2: mailbox 2, worker 1
+	target.spawn(t, e)  // ticket 3: mailbox 3, worker 1
+	waitAllParked(t, e)
+	blocker.send(t, &probeMsg{})
+	<-started
+	if e.workers[blocker.cell.mb.Load().owner.Load()] != e.workers[target.cell.mb.Load().owner.Load()] {
+		close(release)
+		t.Fatal("the blocker and the target are on different workers")
+	}
+	target.send(t, &probeMsg{})
+	// The watcher wakes worker 0 (worker 1 is stuck); it remembers the
+	// target's mailbox and takes it once it has waited StealAge/stallDiv.
+	ok := assert.Eventually(t, func() bool { return got.Load() == 1 }, 10*time.Second, 100*time.Microsecond,
+		"the target's message was not delivered while the blocker blocked")
+	close(release)
+	idle0.send(t, &probeMsg{})
+	idle1.send(t, &probeMsg{})
+	require.NoError(t, e.Stop(context.Background()))
+	if ok {
+		assert.Positive(t, workerSum(e, func(w *WorkerStats) uint64 { return w.stalledSteals }),
+			"delivered, but not by a steal from the stalled victim")
+	}
 }

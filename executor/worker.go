@@ -169,6 +169,14 @@ type worker struct {
 	// the worker's own count.
 	batchSeq atomic.Uint64
 	seq      uint64
+	// beat is the worker's count of delivered messages, stored every
+	// beatEvery deliveries (drainBatch; delivs is the worker's own count):
+	// with batchSeq it tells a thief whether a victim is serving its
+	// mailboxes at all (victimStalled), where batchSeq alone would call a
+	// long visit of many short behaviours a stall. Written by the worker,
+	// read by thieves.
+	beat   atomic.Uint32
+	delivs uint32
 }
 
 func newWorker(e *Executor, id, lo, hi int) *worker {

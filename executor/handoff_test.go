@@ -254,11 +254,7 @@ func followChain(t *testing.T, among string) uint64 {
 	}
 	var got atomic.Int64
 	x := finishingProbe(1, &got)
-	a.spawn(t, e) // ticket 0: mailbox 0, worker 0
-	x.spawn(t, e) // ticket 1: mailbox 1, worker 0
-	b.spawn(t, e) // ticket 2: mailbox 2, worker 1
-	c.spawn(t, e) // ticket 3: mailbox 3, worker 1
-	waitAllParked(t, e)
+	spawnOnTickets(t, e, a, x, b, c) // a and x on worker 0, b and c on worker 1
 	a.send(t, m)
 	// A worker that follows a chain publishes its statistics only between
 	// passes: wait for hops, and count follows at the end.
@@ -273,6 +269,17 @@ func followChain(t *testing.T, among string) uint64 {
 	}
 	require.NoError(t, e.Stop(context.Background()))
 	return follows(e)
+}
+
+// spawnOnTickets spawns ps in order, so that the i-th takes placement
+// ticket i (mailbox i of a fresh executor placing globally), and waits until
+// every worker is parked.
+func spawnOnTickets(t *testing.T, e *Executor, ps ...*probe) {
+	t.Helper()
+	for _, p := range ps {
+		p.spawn(t, e)
+	}
+	waitAllParked(t, e)
 }
 
 // follows sums the mailboxes the workers visited by following a chain.

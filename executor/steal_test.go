@@ -175,11 +175,7 @@ func TestStealsEarlyFromStalledVictim(t *testing.T) {
 	blocker := blockingProbe(started, release)
 	var got atomic.Int64
 	target := finishingProbe(1, &got)
-	idle0.spawn(t, e)   // ticket 0: mailbox 0, worker 0
-	idle1.spawn(t, e)   // ticket 1: mailbox 1, worker 0
-	blocker.spawn(t, e) // ticket 2: mailbox 2, worker 1
-	target.spawn(t, e)  // ticket 3: mailbox 3, worker 1
-	waitAllParked(t, e)
+	spawnOnTickets(t, e, idle0, idle1, blocker, target) // blocker and target on worker 1
 	blocker.send(t, &probeMsg{})
 	<-started
 	if e.workers[blocker.cell.mb.Load().owner.Load()] != e.workers[target.cell.mb.Load().owner.Load()] {

@@ -101,6 +101,12 @@ type WorkerStats struct {
 	EmptySteals      uint64    // successful swaps of a mailbox that was empty by then
 	StealSize        Histogram // per successful non-empty steal: messages in the stolen mailbox
 	StealWakeups     uint64    // parked workers this worker woke because it had a backlog
+	// StalledSteals counts the non-empty mailboxes this worker stole from a
+	// stalled victim before they had waited Config.StealAge (the victim
+	// awake but serving nothing: its thread off the CPU, or one long
+	// behaviour running). Many of them say that the workers' threads
+	// compete for CPUs with other threads or processes.
+	StalledSteals uint64
 
 	Parks            uint64        // times the worker went to sleep
 	WakeupsBySender  uint64        // sleeps ended by a sender (or thief, releaser, Stop)
@@ -116,7 +122,6 @@ type WorkerStats struct {
 	backlogSpins  uint64 // idle passes spun past the budget while another worker had a backlog (see spinForBacklog)
 	follows       uint64 // mailboxes visited by following a chain (see afterVisit)
 	handoffs      uint64 // handed-off mailboxes this worker served itself (see handoff.go)
-	stalledSteals uint64 // non-empty mailboxes stolen before they aged, from a stalled victim (see victimStalled)
 	asksStarted   uint64 // requests begun on this worker (see Executor.askStarted)
 	asksDone      uint64 // requests ended on this worker
 	private       uint64 // messages taken from private queues (supervise.go)
@@ -160,6 +165,7 @@ func (s *WorkerStats) add(o *WorkerStats) {
 	s.EmptySteals += o.EmptySteals
 	s.StealSize.add(&o.StealSize)
 	s.StealWakeups += o.StealWakeups
+	s.StalledSteals += o.StalledSteals
 	s.Parks += o.Parks
 	s.WakeupsBySender += o.WakeupsBySender
 	s.WakeupsByTimeout += o.WakeupsByTimeout

@@ -192,7 +192,7 @@ func (w *worker) steal() bool {
 		// actors than before, unbalancing a busy system.
 		took := w.trySteal(ready, w.victimStuck(e.slotWorker[ready], now))
 		if took && early {
-			w.st.stalledSteals++
+			w.st.StalledSteals++
 		}
 		return took
 	}

@@ -192,7 +192,7 @@ func TestStealsEarlyFromStalledVictim(t *testing.T) {
 	idle1.send(t, &probeMsg{})
 	require.NoError(t, e.Stop(context.Background()))
 	if ok {
-		assert.Positive(t, workerSum(e, func(w *WorkerStats) uint64 { return w.stalledSteals }),
+		assert.Positive(t, workerSum(e, func(w *WorkerStats) uint64 { return w.StalledSteals }),
 			"delivered, but not by a steal from the stalled victim")
 	}
 }

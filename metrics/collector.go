@@ -42,6 +42,7 @@ type descs struct {
 	gulpSize, stealSize, batchWaits, deferred              *prometheus.Desc
 	stealAttempts, stealFailures, steals, emptySteals      *prometheus.Desc
 	stealWakeups, parks, wakeups, parkedSeconds, releases  *prometheus.Desc
+	stalledSteals                                          *prometheus.Desc
 	created, terminated, deadLetters, dropped, panics      *prometheus.Desc
 	live, parked, queued, workers, queues, stale, snapshot *prometheus.Desc
 	asksPending, asksTimedOut, lateReplies                 *prometheus.Desc
@@ -89,6 +90,7 @@ func NewCollector() *Collector {
 		steals:        desc("steals_total", "Successful mailbox swaps by the worker acting as a thief, empty ones included.", w...),
 		emptySteals:   desc("empty_steals_total", "Successful swaps of a mailbox that was empty by the time it was taken.", w...),
 		stealWakeups:  desc("steal_wakeups_total", "Parked workers this worker woke to steal from it because it had a backlog.", w...),
+		stalledSteals: desc("stalled_steals_total", "Non-empty mailboxes the worker stole early from a stalled worker (awake but serving nothing: its thread off the CPU, or one long behaviour).", w...),
 		parks:         desc("parks_total", "Times the worker went to sleep after finding no work.", w...),
 		wakeups:       desc("wakeups_total", "Sleeps that ended: cause=sender (woken by a sender, thief or stop) or timeout (the park timeout passed).", labelWorker, labelCause),
 		parkedSeconds: desc("parked_seconds_total", "Time the worker spent asleep.", w...),
@@ -202,7 +204,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, x := range []*prometheus.Desc{
 		d.sent, d.processed, d.localSends, d.missed, d.gulpSize, d.stealSize, d.batchWaits, d.deferred,
 		d.stealAttempts, d.stealFailures, d.steals, d.emptySteals,
-		d.stealWakeups, d.parks, d.wakeups, d.parkedSeconds, d.releases,
+		d.stealWakeups, d.stalledSteals, d.parks, d.wakeups, d.parkedSeconds, d.releases,
 		d.created, d.terminated, d.deadLetters, d.dropped, d.panics,
 		d.live, d.parked, d.queued, d.workers, d.queues, d.stale, d.snapshot,
 		d.asksPending, d.asksTimedOut, d.lateReplies,
@@ -254,6 +256,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(d.steals, float64(w.Steals()), l)
 		counter(d.emptySteals, float64(w.EmptySteals), l)
 		counter(d.stealWakeups, float64(w.StealWakeups), l)
+		counter(d.stalledSteals, float64(w.StalledSteals), l)
 		counter(d.parks, float64(w.Parks), l)
 		counter(d.wakeups, float64(w.WakeupsBySender), l, causeSender)
 		counter(d.wakeups, float64(w.WakeupsByTimeout), l, causeTimeout)

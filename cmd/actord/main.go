@@ -270,7 +270,7 @@ func logFinal(log *slog.Logger, coll *metrics.Collector, wm *metrics.Workload, u
 		"missed_gulps", t.MissedGulps,
 		"steal_attempts", t.StealAttempts, "steals", t.Steals(), "empty_steals", t.EmptySteals,
 		"steal_no_candidate", t.StealNoCandidate, "steal_failed_swap", t.StealFailedSwap,
-		"messages_stolen", t.StealSize.Sum,
+		"messages_stolen", t.StealSize.Sum, "stalled_steals", t.StalledSteals,
 		"parks", t.Parks, "wakeups_by_sender", t.WakeupsBySender, "wakeups_by_timeout", t.WakeupsByTimeout,
 		"parked", t.ParkedTime.Round(time.Millisecond), "thread_releases", t.ThreadReleases, "batch_waits", t.BatchWaits, "deferred_serves", t.DeferredServes,
 		"actors_created", t.ActorsCreated, "actors_terminated", t.ActorsTerminated,

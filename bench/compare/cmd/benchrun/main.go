@@ -16,6 +16,8 @@
 //	-quick           tiny sizes: a smoke test of the whole suite
 //	-full            the chapter's full sizes (ACTORD_BENCH_FULL=1 in the children)
 //	-timeout d       limit for one run (default 10m)
+//	-hogs n          CPU-burning processes running beside every run (default 0):
+//	                 other load on the machine, as a shared host has
 //	-list            list the programs and their systems, and exit
 //
 // Each run is a child process (this binary again, told what to do by the
@@ -73,6 +75,9 @@ func main() {
 	if s := os.Getenv(childEnv); s != "" {
 		os.Exit(childMain(s, os.Stdout, os.Stderr))
 	}
+	if os.Getenv(hogEnv) != "" {
+		hogMain()
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchrun:", err)
@@ -114,6 +119,7 @@ type options struct {
 	mode     compare.Mode
 	full     bool
 	timeout  time.Duration
+	hogs     int
 	args     []string
 }
 
@@ -129,6 +135,7 @@ func parseFlags(args []string, stdout io.Writer) (*options, bool, error) {
 		quick    = fs.Bool("quick", false, "tiny sizes (smoke test)")
 		full     = fs.Bool("full", false, "the chapter's full sizes")
 		timeout  = fs.Duration("timeout", 10*time.Minute, "limit for one run")
+		hogCount = fs.Int("hogs", 0, "CPU-burning processes running beside every run")
 		list     = fs.Bool("list", false, "list programs and systems, and exit")
 	)
 	if err := fs.Parse(args); err != nil {
@@ -143,7 +150,10 @@ func parseFlags(args []string, stdout io.Writer) (*options, bool, error) {
 		}
 		return nil, true, nil
 	}
-	o := &options{runs: *runs, out: *out, mode: compare.Default, full: *full, timeout: *timeout, args: args}
+	o := &options{runs: *runs, out: *out, mode: compare.Default, full: *full, timeout: *timeout, hogs: *hogCount, args: args}
+	if o.hogs < 0 {
+		return nil, false, errors.New("-hogs must not be negative")
+	}
 	if *quick && *full {
 		return nil, false, errors.New("-quick and -full exclude each other")
 	}
@@ -240,6 +250,11 @@ func run(args []string, exe string, stdout, stderr io.Writer) error {
 	if len(specs) == 0 {
 		return errors.New("nothing to run: no program supports the systems chosen")
 	}
+	h, err := startHogs(exe, o.hogs)
+	if err != nil {
+		return err
+	}
+	defer h.stop()
 	started := time.Now()
 	var recs []Record
 	failed := 0
@@ -253,7 +268,8 @@ func run(args []string, exe string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stderr, "[%d/%d] %s %s workers=%d run=%d: %s\n", i+1, len(specs), s.Program, s.System, s.Workers, s.Run, status)
 	}
-	info := runInfo{Started: started.UTC(), Elapsed: time.Since(started), Args: append([]string{"benchrun"}, o.args...), Mode: modeName(o), Runs: o.runs, Workers: o.workers}
+	h.stop()
+	info := runInfo{Started: started.UTC(), Elapsed: time.Since(started), Args: append([]string{"benchrun"}, o.args...), Mode: modeName(o), Runs: o.runs, Workers: o.workers, Hogs: o.hogs}
 	if err := writeOutputs(o.out, info, recs); err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -17,6 +18,9 @@ import (
 func TestMain(m *testing.M) {
 	if s := os.Getenv(childEnv); s != "" {
 		os.Exit(childMain(s, os.Stdout, os.Stderr))
+	}
+	if os.Getenv(hogEnv) != "" {
+		hogMain()
 	}
 	os.Exit(m.Run())
 }
@@ -86,6 +90,8 @@ func TestFlags(t *testing.T) {
 	_, _, err = parseFlags([]string{"-quick", "-full"}, io.Discard)
 	require.Error(t, err)
 	_, _, err = parseFlags([]string{"-workers", "0"}, io.Discard)
+	require.Error(t, err)
+	_, _, err = parseFlags([]string{"-hogs", "-1"}, io.Discard)
 	require.Error(t, err)
 	o, done, err := parseFlags([]string{"-workers", "2,1,2", "-programs", "static,matrix"}, io.Discard)
 	require.NoError(t, err)
@@ -172,4 +178,32 @@ func TestSerialPoints(t *testing.T) {
 	got := serialPoints(aggregate(recs))
 	require.Len(t, got, 1)
 	require.True(t, strings.HasPrefix(got[0], "matrix on actord, 2 workers: 1.05 cores busy (goroutines 1.85)"), got[0])
+}
+
+// -hogs runs CPU-burning children beside the runs, says so in the summary,
+// and ends them: each hog burns CPU until its standard input closes, then
+// exits cleanly.
+func TestHogs(t *testing.T) {
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	h, err := startHogs(exe, 2)
+	require.NoError(t, err)
+	cmds := h.cmds
+	time.Sleep(300 * time.Millisecond)
+	h.stop()
+	require.Len(t, cmds, 2)
+	for _, c := range cmds {
+		require.True(t, c.ProcessState.Success(), "a hog did not exit cleanly: %v", c.ProcessState)
+		require.Positive(t, c.ProcessState.UserTime(), "a hog burned no CPU")
+	}
+
+	if testing.Short() {
+		return
+	}
+	t.Setenv("GORACE", "atexit_sleep_ms=0")
+	dir := t.TempDir()
+	require.NoError(t, run([]string{"-quick", "-runs", "1", "-workers", "1", "-programs", "static", "-systems", "actord", "-hogs", "1", "-out", dir}, exe, io.Discard, io.Discard))
+	md, err := os.ReadFile(filepath.Join(dir, "summary.md"))
+	require.NoError(t, err)
+	require.Contains(t, string(md), "1 CPU-burning process(es)")
 }

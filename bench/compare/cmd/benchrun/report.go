@@ -24,6 +24,7 @@ type runInfo struct {
 	Mode    string
 	Runs    int
 	Workers []int
+	Hogs    int // CPU-burning processes beside every run (-hogs)
 }
 
 // point is one (program, system, workers) combination.
@@ -420,6 +421,9 @@ func summary(info runInfo, recs []Record, st map[point]*stat, plots map[string]b
 	p("- started %s, took %s\n", info.Started.Format(time.RFC3339), info.Elapsed.Round(time.Second))
 	p("- command (in bench/compare): `go run ./cmd/benchrun %s`\n", strings.Join(info.Args[1:], " "))
 	p("- sizes: %s; %d run(s) per point, each in a fresh process with GOMAXPROCS = workers; workers: %s\n", info.Mode, info.Runs, strings.Join(ws, ", "))
+	if info.Hogs > 0 {
+		p("- beside every run: %d CPU-burning process(es) (`-hogs`), other load on the machine\n", info.Hogs)
+	}
 	p("- environment: %s\n", env)
 	p("- versions: %s\n\n", versions)
 	p("Each figure is the median of the runs; plots show min and max as error bars. ")

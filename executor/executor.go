@@ -204,7 +204,6 @@ func Start(cfg Config) (*Executor, error) {
 		spares := e.spares[i*cfg.SpareQueues : (i+1)*cfg.SpareQueues]
 		hi := lo + len(real) + len(spares)
 		w := newWorker(e, i, lo, hi)
-		w.real.Store(int32(len(real)))
 		if cpus != nil {
 			w.cpu = cpus[i%len(cpus)]
 		}

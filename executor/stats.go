@@ -122,7 +122,6 @@ type WorkerStats struct {
 	backlogSpins  uint64 // idle passes spun past the budget while another worker had a backlog (see spinForBacklog)
 	follows       uint64 // mailboxes visited by following a chain (see afterVisit)
 	handoffs      uint64 // handed-off mailboxes this worker served itself (see handoff.go)
-	balanceSteals uint64 // non-empty mailboxes taken on sight from a victim with more real queues (see fewerReal)
 	asksStarted   uint64 // requests begun on this worker (see Executor.askStarted)
 	asksDone      uint64 // requests ended on this worker
 	private       uint64 // messages taken from private queues (supervise.go)

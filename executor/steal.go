@@ -53,41 +53,9 @@ func (w *worker) wakeThief() {
 // with an older one.
 type stealHooks struct{ thief, victim *worker }
 
-func (h stealHooks) Giving(q *mailbox) {
-	q.owner.Store(int32(h.victim.id))
-	h.thief.given = q
-	h.move(q, h.thief, h.victim)
-}
-
-func (h stealHooks) Ungiving(q *mailbox) {
-	q.owner.Store(int32(h.thief.id))
-	h.move(q, h.victim, h.thief)
-}
-
-func (h stealHooks) Taking(q *mailbox) {
-	q.owner.Store(int32(h.thief.id))
-	h.thief.taken = q
-	h.move(q, h.victim, h.thief)
-}
-
-// move counts q, leaving from's slots for to's, in their real counts.
-func (stealHooks) move(q *mailbox, from, to *worker) {
-	if !q.spare {
-		from.real.Add(-1)
-		to.real.Add(1)
-	}
-}
-
-// fewerReal reports whether the thief w holds at least two fewer mailboxes
-// with actors (not spares) than the victim vw. Spares given to a stuck
-// victim (see giveSlot) leave it with fewer real queues, and a worker that
-// serves its queues promptly keeps every candidate from aging, so a worker
-// left with few or none would otherwise stay idle beside a busy one for
-// good: such a thief takes a candidate on sight and gives a spare back,
-// evening the counts (see steal).
-func (w *worker) fewerReal(vw *worker) bool {
-	return vw.real.Load() >= w.real.Load()+2
-}
+func (h stealHooks) Giving(q *mailbox)   { q.owner.Store(int32(h.victim.id)); h.thief.given = q }
+func (h stealHooks) Ungiving(q *mailbox) { q.owner.Store(int32(h.thief.id)) }
+func (h stealHooks) Taking(q *mailbox)   { q.owner.Store(int32(h.thief.id)); h.thief.taken = q }
 
 // victimStuck reports whether the victim vw has begun no mailbox visit (and
 // has not parked) for StealAge or more since the thief recorded its visit
@@ -222,8 +190,7 @@ func (w *worker) steal() bool {
 		// most stalls are short (its thread preempted for a moment), and
 		// a spare given for each would leave it with fewer queues with
 		// actors than before, unbalancing a busy system.
-		vw := e.slotWorker[ready]
-		took := w.trySteal(ready, w.victimStuck(vw, now) || w.fewerReal(vw))
+		took := w.trySteal(ready, w.victimStuck(e.slotWorker[ready], now))
 		if took && early {
 			w.st.StalledSteals++
 		}
@@ -245,7 +212,6 @@ func (w *worker) steal() bool {
 	} else if w.watch.beat != b {
 		w.watch.beat, w.watch.quiet = b, now // the same visit, delivering
 	}
-	balance := w.fewerReal(vw)
 	span := vw.hi - vw.lo
 	start := w.rng.IntN(span)
 	for k := 0; k < span; k++ {
@@ -256,15 +222,6 @@ func (w *worker) steal() bool {
 		}
 		word := mb.word.Load()
 		if isCandidateWord(word) {
-			if balance {
-				// Far fewer real queues than the victim: take it now and
-				// give a spare (see fewerReal).
-				took := w.trySteal(i, true)
-				if took {
-					w.st.balanceSteals++
-				}
-				return took
-			}
 			if e.cfg.StealAge < 0 {
 				return w.trySteal(i, false)
 			}

@@ -2,7 +2,6 @@ package executor
 
 import (
 	"context"
-	"math/rand/v2"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -195,77 +194,5 @@ func TestStealsEarlyFromStalledVictim(t *testing.T) {
 	if ok {
 		assert.Positive(t, workerSum(e, func(w *WorkerStats) uint64 { return w.StalledSteals }),
 			"delivered, but not by a steal from the stalled victim")
-	}
-}
-
-// Each worker's count of real (non-spare) queues follows the swaps: after
-// any sequence of steals, giving spares or not, it equals the number of
-// real mailboxes in the worker's slots.
-func TestRealCountsFollowSwaps(t *testing.T) {
-	e, err := Start(Config{Workers: 3, Queues: 7, SpareQueues: 2})
-	require.NoError(t, err)
-	require.NoError(t, e.Stop(context.Background())) // swaps below run on the stopped executor's slots
-	actual := func(w *worker) int32 {
-		n := int32(0)
-		for i := w.lo; i < w.hi; i++ {
-			if !e.slots[i].Load().spare {
-				n++
-			}
-		}
-		return n
-	}
-	for _, w := range e.workers {
-		require.Equal(t, actual(w), w.real.Load(), "worker %d at start", w.id)
-	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	for range 500 {
-		thief := e.workers[rng.IntN(len(e.workers))]
-		i := rng.IntN(len(e.slots))
-		if e.slotWorker[i] == thief {
-			continue
-		}
-		thief.trySteal(i, rng.IntN(2) == 0)
-		total := int32(0)
-		for _, w := range e.workers {
-			require.Equal(t, actual(w), w.real.Load(), "worker %d", w.id)
-			total += w.real.Load()
-		}
-		require.Equal(t, int32(7), total)
-	}
-}
-
-// A thief holding at least two fewer real queues than its victim takes a
-// candidate on sight, giving a spare back: worker 0 is stuck in a behaviour
-// with a message waiting for its other actor, and worker 1, made to count
-// fewer real queues, takes that actor's mailbox at its first look (the steal
-// age of a second, and its sixteenth for a stalled victim, would make it
-// wait), ending with one more real queue.
-func TestThiefWithFewerRealQueuesTakesOnSight(t *testing.T) {
-	// Mailboxes 0 and 1 are worker 0's, 2 and 3 worker 1's.
-	e, err := Start(Config{Workers: 2, Queues: 4, StealAge: time.Second})
-	require.NoError(t, err)
-	started, release := make(chan struct{}), make(chan struct{})
-	blocker := blockingProbe(started, release)
-	var got atomic.Int64
-	target := finishingProbe(1, &got)
-	idle2, idle3 := finishingProbe(1, nil), finishingProbe(1, nil)
-	spawnOnTickets(t, e, blocker, target, idle2, idle3) // blocker and target on worker 0
-	// The counts are a heuristic that only steers stealing: pretend that
-	// worker 1 holds no real queue and worker 0 all four.
-	e.workers[0].real.Store(4)
-	e.workers[1].real.Store(0)
-	blocker.send(t, &probeMsg{})
-	<-started
-	target.send(t, &probeMsg{})
-	ok := assert.Eventually(t, func() bool { return got.Load() == 1 }, 10*time.Second, 100*time.Microsecond,
-		"the target's message was not delivered while the blocker blocked")
-	close(release)
-	idle2.send(t, &probeMsg{})
-	idle3.send(t, &probeMsg{})
-	require.NoError(t, e.Stop(context.Background()))
-	if ok {
-		assert.Positive(t, workerSum(e, func(w *WorkerStats) uint64 { return w.balanceSteals }),
-			"delivered, but not by a steal on sight")
-		assert.Equal(t, int32(1), e.workers[1].real.Load(), "the thief did not give a spare for the real queue")
 	}
 }

@@ -177,13 +177,6 @@ type worker struct {
 	// read by thieves.
 	beat   atomic.Uint32
 	delivs uint32
-	// real counts the mailboxes that are not spares in the worker's slots:
-	// set at Start, then changed only by the swap hooks of thieves
-	// (stealHooks: the thief adjusts its own count and its victim's for
-	// each mailbox that changes hands), read by thieves (fewerReal). A
-	// heuristic count: it steers the choice of what to steal and give, and
-	// no invariant depends on it.
-	real atomic.Int32
 }
 
 func newWorker(e *Executor, id, lo, hi int) *worker {

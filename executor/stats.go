@@ -101,10 +101,11 @@ type WorkerStats struct {
 	EmptySteals      uint64    // successful swaps of a mailbox that was empty by then
 	StealSize        Histogram // per successful non-empty steal: messages in the stolen mailbox
 	StealWakeups     uint64    // parked workers this worker woke because it had a backlog
-	// StalledSteals counts the non-empty mailboxes this worker stole from a
+	// StalledSteals counts the non-empty mailboxes this worker took from a
 	// stalled victim before they had waited Config.StealAge (the victim
 	// awake but serving nothing: its thread off the CPU, or one long
-	// behaviour running). Many of them say that the workers' threads
+	// behaviour running): served in place for one visit, or, past a few
+	// within StealAge, stolen. Many of them say that the workers' threads
 	// compete for CPUs with other threads or processes.
 	StalledSteals uint64
 

@@ -112,6 +112,35 @@ func (w *worker) victimStalled(now time.Duration) bool {
 	return now-v.quiet >= w.e.cfg.StealAge/stallDiv
 }
 
+// stallServes is how many of a stalled victim's candidates a thief serves
+// in place within StealAge before it takes the next ones (see
+// servesInPlace).
+const stallServes = 8
+
+// servesInPlace reports whether the thief serves the stalled victim's
+// candidate it is about to take where it is, for one visit (w.visit: the
+// mailbox stays in the victim's slots, as a handed-off or deferred one
+// does), rather than swap it into its own slots; it counts the candidate
+// either way. Most stalls on a quiet machine are short: the victim's
+// thread waits a moment for a CPU (the runtime handing a locked thread's
+// processor around after a yield, another process's time slice).
+// Stealing at each of them moved the victim's busiest mailboxes (those with
+// messages waiting) to the thief one by one, in exchange for mailboxes of
+// the thief's, idle at that moment: the thief ended up with the busy ones,
+// and the victim, once running again, idle with nothing old enough to take
+// back (BENCHMARKS.md, "Twelfth round"). A victim that stalls often, whose
+// thread competes for a CPU all the time, is better left with fewer busy
+// mailboxes: once the thief has served stallServes of its candidates
+// within StealAge, it takes the next ones. Called by the thief's goroutine
+// only.
+func (w *worker) servesInPlace(now time.Duration) bool {
+	if now-w.stallFrom >= w.e.cfg.StealAge {
+		w.stallFrom, w.stallTakes = now, 0
+	}
+	w.stallTakes++
+	return w.stallTakes <= stallServes
+}
+
 // testHookNoStall, if set (by tests only, before Start), turns the stall
 // rule off: candidates are taken only once they have aged.
 var testHookNoStall bool
@@ -186,6 +215,14 @@ func (w *worker) steal() bool {
 	w.backlogSeen = ready >= 0 || len(w.cands) > 0
 	if ready >= 0 {
 		w.st.StealAttempts++
+		if early && w.servesInPlace(now) {
+			// Served where it is (see servesInPlace).
+			if mb := e.slots[ready].Load(); mb != nil && w.visit(mb) {
+				w.st.StalledSteals++
+				return true
+			}
+			return false
+		}
 		// A stalled victim is given a spare only once it counts as stuck:
 		// most stalls are short (its thread preempted for a moment), and
 		// a spare given for each would leave it with fewer queues with

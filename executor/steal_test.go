@@ -161,6 +161,20 @@ func TestVictimStalledRule(t *testing.T) {
 	assert.False(t, thief.victimStalled(stall), "no victim watched")
 }
 
+func TestServesInPlaceRule(t *testing.T) {
+	e, err := Start(Config{Workers: 2, StealAge: 16 * time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, e.Stop(context.Background()))
+	w := e.workers[0]
+	now := time.Hour
+	for i := 0; i < stallServes; i++ {
+		assert.True(t, w.servesInPlace(now+time.Duration(i)), "candidate %d within StealAge: served in place", i)
+	}
+	assert.False(t, w.servesInPlace(now+e.cfg.StealAge-1), "more than stallServes within StealAge: taken")
+	assert.False(t, w.servesInPlace(now+e.cfg.StealAge-1), "and the next ones too")
+	assert.True(t, w.servesInPlace(now+e.cfg.StealAge), "a new window: served in place again")
+}
+
 // A thief takes a candidate early from a victim stuck in one behaviour: with
 // a steal age of a second, the message to the stuck worker's other actor is
 // delivered, by a steal counted as from a stalled victim, while the
@@ -194,5 +208,9 @@ func TestStealsEarlyFromStalledVictim(t *testing.T) {
 	if ok {
 		assert.Positive(t, workerSum(e, func(w *WorkerStats) uint64 { return w.StalledSteals }),
 			"delivered, but not by a steal from the stalled victim")
+		// The first candidates of a stall are served in place: the
+		// target's mailbox stays with the stalled worker.
+		assert.Equal(t, blocker.cell.mb.Load().owner.Load(), target.cell.mb.Load().owner.Load(),
+			"the stalled worker's mailbox was moved to the thief")
 	}
 }

@@ -97,11 +97,15 @@ type worker struct {
 	// was first seen at that value: if it is unchanged StealAge later, the
 	// victim is stuck in a long behaviour, and the thief gives it spares
 	// rather than queues (see victimStuck).
-	watch     victimWatch
-	sup       workerSup   // supervision (supervise.go)
-	st        WorkerStats // private counters
-	seenEpoch uint64      // last statsEpoch published
-	exitOK    bool        // the loop returned normally (not by runtime.Goexit)
+	watch victimWatch
+	// stallFrom and stallTakes count the stalled victims' candidates this
+	// worker took as a thief since stallFrom (see servesInPlace).
+	stallFrom  time.Duration
+	stallTakes int
+	sup        workerSup   // supervision (supervise.go)
+	st         WorkerStats // private counters
+	seenEpoch  uint64      // last statsEpoch published
+	exitOK     bool        // the loop returned normally (not by runtime.Goexit)
 	// sleptLong is whether the worker's last sleep lasted threadSleep or
 	// more (true before the first). sleepAvg is a moving average of its
 	// sleeps (each counted up to sleepAvgCap), and gulpAvg one of the

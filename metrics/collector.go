@@ -90,7 +90,7 @@ func NewCollector() *Collector {
 		steals:        desc("steals_total", "Successful mailbox swaps by the worker acting as a thief, empty ones included.", w...),
 		emptySteals:   desc("empty_steals_total", "Successful swaps of a mailbox that was empty by the time it was taken.", w...),
 		stealWakeups:  desc("steal_wakeups_total", "Parked workers this worker woke to steal from it because it had a backlog.", w...),
-		stalledSteals: desc("stalled_steals_total", "Non-empty mailboxes the worker stole early from a stalled worker (awake but serving nothing: its thread off the CPU, or one long behaviour).", w...),
+		stalledSteals: desc("stalled_steals_total", "Non-empty mailboxes the worker took early (served in place or stole) from a stalled worker (awake but serving nothing: its thread off the CPU, or one long behaviour).", w...),
 		parks:         desc("parks_total", "Times the worker went to sleep after finding no work.", w...),
 		wakeups:       desc("wakeups_total", "Sleeps that ended: cause=sender (woken by a sender, thief or stop) or timeout (the park timeout passed).", labelWorker, labelCause),
 		parkedSeconds: desc("parked_seconds_total", "Time the worker spent asleep.", w...),

@@ -45,7 +45,7 @@
 //	actord_empty_steals_total{worker}               successful swaps of a mailbox empty by then
 //	actord_steal_size{worker}                       histogram: messages in each non-empty stolen mailbox
 //	actord_steal_wakeups_total{worker}              parked workers woken because this worker had a backlog
-//	actord_stalled_steals_total{worker}             mailboxes stolen early from a stalled worker (CPU contention)
+//	actord_stalled_steals_total{worker}             mailboxes taken early from a stalled worker (CPU contention)
 //	actord_parks_total{worker}                      times the worker went to sleep
 //	actord_wakeups_total{worker,cause}              sleeps ended: cause="sender" or "timeout"
 //	actord_parked_seconds_total{worker}             time spent asleep

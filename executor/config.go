@@ -127,8 +127,12 @@ type Config struct {
 	// visit, of its own mailboxes or another's, for StealAge or more), a
 	// thief gives it one of its spares in
 	// exchange for the queue it steals, instead of one of its own queues,
-	// whose actors would then wait behind that behaviour. Otherwise queues
-	// are exchanged one for one, which keeps a balanced system balanced.
+	// whose actors would then wait behind that behaviour: for the first
+	// queue it takes during that visit, and for all of them if the victim
+	// was stuck before less than ten steal ages earlier (a worker that
+	// keeps getting stuck is better left with fewer queues). Otherwise
+	// queues are exchanged one for one, which keeps a balanced system
+	// balanced.
 	// Spares travel between workers with the swaps; each costs a pass one
 	// load. 0 means as many as the worker's queues (enough to take all of a
 	// stuck worker's queues without giving any back); negative means none.

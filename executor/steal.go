@@ -77,6 +77,35 @@ func (w *worker) victimStuck(vw *worker, now time.Duration) bool {
 	return now-v.since >= w.e.cfg.StealAge
 }
 
+// spareRecent is how recently a stuck victim's previous stuck episode must
+// have begun for the thief to give it a spare for every candidate it takes
+// (see givesSpare), in units of StealAge.
+const spareRecent = 10
+
+// givesSpare reports, for a candidate the thief takes from the stuck victim
+// vw (victimStuck), whether it gives vw a spare rather than one of its own
+// mailboxes. A spare keeps the thief's actors from waiting behind the stuck
+// victim, but moves a mailbox with actors to the thief for good. On a quiet
+// machine most stuck episodes are a worker's thread off its CPU for a
+// millisecond or two, and a spare for each candidate taken during one left
+// one worker holding nearly all the mailboxes for the rest of the run
+// (BENCHMARKS.md, "Twelfth round"). So only the first candidate of an
+// episode (a value of the victim's visit counter) gets a spare, and the
+// others are exchanged one for one, unless the victim's previous episode
+// began less than spareRecent steal ages before this one: a worker that
+// keeps getting stuck (its thread competing for a CPU with other processes,
+// or its behaviours long) is better left with fewer mailboxes, and all of
+// that episode's candidates get spares. Called by the thief's goroutine
+// only, after victimStuck(vw, now) reported true.
+func (w *worker) givesSpare(vw *worker, now time.Duration) bool {
+	if vw == w.spareTo && w.watch.seq == w.spareSeq {
+		return w.spareAll // the same episode
+	}
+	w.spareAll = vw == w.spareTo && now-w.spareAt < spareRecent*w.e.cfg.StealAge
+	w.spareTo, w.spareSeq, w.spareAt = vw, w.watch.seq, now
+	return true
+}
+
 // stallDiv divides Config.StealAge into the time after which an awake
 // victim that serves nothing is stalled (see victimStalled).
 const stallDiv = 16
@@ -227,7 +256,8 @@ func (w *worker) steal() bool {
 		// most stalls are short (its thread preempted for a moment), and
 		// a spare given for each would leave it with fewer queues with
 		// actors than before, unbalancing a busy system.
-		took := w.trySteal(ready, w.victimStuck(e.slotWorker[ready], now))
+		vw := e.slotWorker[ready]
+		took := w.trySteal(ready, w.victimStuck(vw, now) && w.givesSpare(vw, now))
 		if took && early {
 			w.st.StalledSteals++
 		}

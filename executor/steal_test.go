@@ -161,6 +161,30 @@ func TestVictimStalledRule(t *testing.T) {
 	assert.False(t, thief.victimStalled(stall), "no victim watched")
 }
 
+func TestGivesSpareRule(t *testing.T) {
+	e, err := Start(Config{Workers: 3, StealAge: 16 * time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, e.Stop(context.Background()))
+	thief, vw, other := e.workers[0], e.workers[1], e.workers[2]
+	age := e.cfg.StealAge
+	episode := func(seq uint32) { thief.watch = victimWatch{w: vw, seq: seq} }
+	now := time.Hour
+	episode(40)
+	assert.True(t, thief.givesSpare(vw, now), "the first candidate of an episode: a spare")
+	assert.False(t, thief.givesSpare(vw, now+1), "the same episode: one for one")
+	episode(42)
+	now += spareRecent * age
+	assert.True(t, thief.givesSpare(vw, now), "a later episode: a spare for its first")
+	assert.False(t, thief.givesSpare(vw, now+1), "and one for one after it")
+	episode(44)
+	now += spareRecent*age - 1
+	assert.True(t, thief.givesSpare(vw, now), "an episode soon after the last one")
+	assert.True(t, thief.givesSpare(vw, now+1), "the victim keeps getting stuck: spares for all")
+	thief.watch = victimWatch{w: other, seq: 44}
+	assert.True(t, thief.givesSpare(other, now+2), "another victim's first episode")
+	assert.False(t, thief.givesSpare(other, now+3), "not recent for that victim")
+}
+
 func TestServesInPlaceRule(t *testing.T) {
 	e, err := Start(Config{Workers: 2, StealAge: 16 * time.Millisecond})
 	require.NoError(t, err)

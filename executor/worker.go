@@ -102,10 +102,18 @@ type worker struct {
 	// worker took as a thief since stallFrom (see servesInPlace).
 	stallFrom  time.Duration
 	stallTakes int
-	sup        workerSup   // supervision (supervise.go)
-	st         WorkerStats // private counters
-	seenEpoch  uint64      // last statsEpoch published
-	exitOK     bool        // the loop returned normally (not by runtime.Goexit)
+	// spareTo, spareSeq and spareAt are the stuck victim, its visit
+	// counter and the time of the last stuck episode this worker gave a
+	// spare for as a thief; spareAll says that episode followed another
+	// closely (see givesSpare).
+	spareTo   *worker
+	spareSeq  uint32
+	spareAt   time.Duration
+	spareAll  bool
+	sup       workerSup   // supervision (supervise.go)
+	st        WorkerStats // private counters
+	seenEpoch uint64      // last statsEpoch published
+	exitOK    bool        // the loop returned normally (not by runtime.Goexit)
 	// sleptLong is whether the worker's last sleep lasted threadSleep or
 	// more (true before the first). sleepAvg is a moving average of its
 	// sleeps (each counted up to sleepAvgCap), and gulpAvg one of the

@@ -97,19 +97,7 @@ type worker struct {
 	// was first seen at that value: if it is unchanged StealAge later, the
 	// victim is stuck in a long behaviour, and the thief gives it spares
 	// rather than queues (see victimStuck).
-	watch victimWatch
-	// stallFrom and stallTakes count the stalled victims' candidates this
-	// worker took as a thief since stallFrom (see servesInPlace).
-	stallFrom  time.Duration
-	stallTakes int
-	// spareTo, spareSeq and spareAt are the stuck victim, its visit
-	// counter and the time of the last stuck episode this worker gave a
-	// spare for as a thief; spareAll says that episode followed another
-	// closely (see givesSpare).
-	spareTo   *worker
-	spareSeq  uint32
-	spareAt   time.Duration
-	spareAll  bool
+	watch     victimWatch
 	sup       workerSup   // supervision (supervise.go)
 	st        WorkerStats // private counters
 	seenEpoch uint64      // last statsEpoch published
@@ -128,6 +116,18 @@ type worker struct {
 	sleepAvg              time.Duration
 	gulpAvg               int
 	awakeGulps, awakeMsgs int
+	// stallFrom and stallTakes count the stalled victims' candidates this
+	// worker took as a thief since stallFrom (see servesInPlace).
+	stallFrom  time.Duration
+	stallTakes int
+	// spareTo, spareSeq and spareAt are the stuck victim, its visit
+	// counter and the time of the last stuck episode this worker gave a
+	// spare for as a thief; spareAll says that episode followed another
+	// closely (see givesSpare).
+	spareTo  *worker
+	spareSeq uint32
+	spareAt  time.Duration
+	spareAll bool
 
 	_ cpu.CacheLinePad
 	// state is the parking protocol word (workerRunning, ...). Written by

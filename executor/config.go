@@ -158,8 +158,8 @@ type Config struct {
 	// mailboxes for a sixteenth of StealAge (its thread is off the CPU, or
 	// it runs one long behaviour) is taken once it has waited that
 	// sixteenth: served in place for one visit, or stolen once the thief
-	// has served a few within StealAge. 0 means DefaultStealAge; negative means steal on first
-	// sight. At most MaxStealAge.
+	// has served a few within StealAge. 0 means DefaultStealAge; negative
+	// means steal on first sight. At most MaxStealAge.
 	StealAge time.Duration
 	// Placement chooses new actors' mailboxes (default PlaceLocal).
 	Placement Placement

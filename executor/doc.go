@@ -38,8 +38,8 @@
 // steal.go and package stealing; a mailbox is stolen once it has waited
 // Config.StealAge unserved; when its owner is awake but serves nothing, its
 // thread off the CPU, it is served in place after a sixteenth of that, and
-// stolen if the owner keeps stalling), and longer while a worker it woke is not
-// yet running or another worker has mailboxes waiting, if a processor is
+// stolen if the owner keeps stalling), and longer while a worker it woke is
+// not yet running or another worker has mailboxes waiting, if a processor is
 // free for it; then it parks (by default up to 50 µs in a futex, if fewer
 // than GOMAXPROCS-1 workers are there and its recent sleeps did not all
 // outlast that phase, then on a channel; see Config.Park) until a sender,

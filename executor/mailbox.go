@@ -253,6 +253,16 @@ func (m *mailbox) gulp(into *copyq.Queue[envelope]) (n int, missed bool) {
 // by is the latest pusher's identity (pushG), which matters when
 // envelopes arrived (see batchwait.go).
 func (m *mailbox) release(into *copyq.Queue[envelope], regulp bool) (n, left int, by uintptr) {
+	// Nothing arrived (the common case): clearing wordProcessing is then
+	// the whole release, made with one CAS from the unlocked word instead
+	// of the lock's CAS and the unlocking store. The CAS is the release's
+	// publishing point, as the unlocking store is below: it succeeds only
+	// if no pusher holds or took the lock since the load (a push changes
+	// the length, so the word differs).
+	if w := m.word.Load(); w&wordLocked == 0 && wordLen(w) == 0 &&
+		m.word.CompareAndSwap(w, w&^wordProcessing) {
+		return 0, 0, 0
+	}
 	w := m.lock()
 	n, by = wordLen(w), m.pushG
 	if regulp && n > 0 {

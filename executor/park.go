@@ -294,7 +294,8 @@ func (w *worker) park() {
 	}
 	w.st.Parks++
 	w.seq += 2 // a sleep ends the visit a watcher or thief may be timing (victimStuck)
-	w.batchSeq.Store(w.seq & 0xffffffff)
+	w.stored = w.seq & 0xffffffff
+	w.batchSeq.Store(w.stored)
 	w.publish(e.statsEpoch.Load()) // with this park counted
 	start := time.Now()
 	inFutex, caught, unlocked := false, false, false
@@ -535,7 +536,7 @@ func (e *Executor) watch() {
 	t := time.NewTimer(interval)
 	defer t.Stop()
 	next := 0 // the worker to try first: round-robin
-	seen := make([]uint64, len(e.workers))
+	seen := make([]uint32, len(e.workers))
 	var reclaimAt time.Time // when to give back grown buffers, if still idle
 	for !e.shutdown.Load() {
 		select {
@@ -574,7 +575,7 @@ func (e *Executor) watch() {
 		// thieves themselves (see pass).
 		stuck := false
 		for i, w := range e.workers {
-			s := w.batchSeq.Load() & 0xffffffff
+			s := w.visitSeq()
 			if s == seen[i] && w.state.Load() == workerRunning && !w.spinningNow.Load() {
 				stuck = true
 			}

@@ -126,7 +126,7 @@ func (w *worker) processCurrent() {
 	e, mb := w.e, w.cur
 	w.seq += 2 // a new visit (see the watcher in park.go, and victimStuck)
 	for {
-		w.batchSeq.Store(uint64(w.gulped)<<32 | w.seq&0xffffffff)
+		w.noteVisit()
 		w.limit = w.gulped + e.cfg.LocalBatch
 		w.drain()
 		w.limit = 0
@@ -161,6 +161,55 @@ func (w *worker) processCurrent() {
 		w.flushHandoff() // more work of our own: wake the handoff's owner (see handoff.go)
 	}
 }
+
+// noteVisit publishes the visit that begins (its counter w.seq and the
+// batch size w.gulped) in batchSeq, unless no reader has seen the value
+// there now and the batch size is the same: then the store would tell
+// nobody anything yet (see batchSeq). Called by the worker's goroutine.
+//
+// Pairs with visitSeq: a reader loads batchSeq and then makes seenSeq
+// equal to it; a visit that loads seenSeq after that finds it equal to
+// stored and stores. So a reader that recorded a value sees it change at
+// the first visit the worker begins after the recording, as if every
+// visit stored; a visit begun between the reader's load and its record
+// may go unstored, which makes the reader see one visit begun just after
+// its look as begun before it (a policy matter: see the watcher and
+// victimStuck).
+func (w *worker) noteVisit() {
+	v := uint64(w.gulped)<<32 | w.seq&0xffffffff
+	if uint32(w.stored) == w.seenSeq.Load() || v>>32 != w.stored>>32 {
+		w.stored = v
+		w.batchSeq.Store(v)
+	}
+}
+
+// visitSeq loads the visit counter of w (batchSeq's low 32 bits) for a
+// reader that compares it with later loads, and records in w.seenSeq that
+// it was seen (see noteVisit). Called by the watcher and by thieves.
+//
+// A reader slower than another could record an older value over a newer
+// one, which would leave the worker skipping its stores while the newer
+// value's reader waits for a change: so a reader whose CAS recorded a
+// value that batchSeq no longer holds records again, until it records the
+// value batchSeq holds after its CAS, a few times at most: a worker that
+// begins visits faster than that is not stuck, and a value left stale by
+// giving up makes the other reader see no change for one look at worst,
+// after which its own visitSeq records its value again.
+func (w *worker) visitSeq() uint32 {
+	for i := 0; ; i++ {
+		s := uint32(w.batchSeq.Load())
+		o := w.seenSeq.Load()
+		if o == s {
+			return s
+		}
+		if w.seenSeq.CompareAndSwap(o, s) && uint32(w.batchSeq.Load()) == s || i == visitSeqTries-1 {
+			return s
+		}
+	}
+}
+
+// visitSeqTries bounds visitSeq's attempts.
+const visitSeqTries = 4
 
 // waiting reports whether at least n owned mailboxes hold envelopes and are
 // not being processed.

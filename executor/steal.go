@@ -274,7 +274,7 @@ func (w *worker) steal() bool {
 		return false
 	}
 	vw := e.workers[v]
-	if s, b := uint32(vw.batchSeq.Load()), vw.beat.Load(); w.watch.w != vw || w.watch.seq != s {
+	if s, b := vw.visitSeq(), vw.beat.Load(); w.watch.w != vw || w.watch.seq != s {
 		w.watch = victimWatch{w: vw, seq: s, beat: b, since: now, quiet: now} // a new visit to watch
 	} else if w.watch.beat != b {
 		w.watch.beat, w.watch.quiet = b, now // the same visit, delivering

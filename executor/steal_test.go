@@ -132,6 +132,43 @@ func TestSleepAdvancesVisitCounter(t *testing.T) {
 	assert.NotEqual(t, seq, w.batchSeq.Load(), "a sleep left the visit counter as it was")
 }
 
+// The visit counter's lazy stores (noteVisit, visitSeq), on a stopped
+// executor's worker: visits that nobody has looked at since the last store
+// skip it, a reader's look makes the next visit store, and a change of the
+// batch size is always stored (Stop reports it).
+func TestVisitCounterStoresAfterALook(t *testing.T) {
+	e, err := Start(Config{Workers: 1})
+	require.NoError(t, err)
+	require.NoError(t, e.Stop(context.Background()))
+	w := e.workers[0]
+	visit := func(gulped int) uint64 {
+		w.seq += 2
+		w.gulped = gulped
+		w.noteVisit()
+		return w.batchSeq.Load()
+	}
+	first := visit(1)
+	assert.Equal(t, uint64(1), first>>32, "the batch size")
+	assert.Equal(t, first, visit(1), "a visit nobody looked for was stored")
+	s := w.visitSeq()
+	assert.Equal(t, uint32(first), s, "a look returns the stored counter")
+	assert.Equal(t, uint32(first), w.seenSeq.Load())
+	second := visit(1)
+	assert.NotEqual(t, uint32(first), uint32(second), "the first visit after a look left the counter as it was")
+	assert.Equal(t, uint32(w.seq), uint32(second))
+	assert.Equal(t, second, visit(1), "a second visit after one look was stored")
+	third := visit(5)
+	assert.Equal(t, uint64(5), third>>32, "a new batch size was not stored")
+	assert.Equal(t, uint32(w.seq), uint32(third))
+
+	// A reader that recorded an older value over a newer one (a slower
+	// reader) is repaired by the next look of a reader holding the newer.
+	w.seenSeq.Store(uint32(first))
+	assert.Equal(t, third, visit(5), "stored although the look recorded was stale")
+	assert.Equal(t, uint32(third), w.visitSeq())
+	assert.NotEqual(t, third, visit(5), "the visit after the repairing look was not stored")
+}
+
 // The stall rule's cases: an awake victim that has begun no visit, not
 // slept and delivered no beat's worth of messages for StealAge/stallDiv.
 func TestVictimStalledRule(t *testing.T) {

@@ -179,8 +179,23 @@ type worker struct {
 	// to report the batch a stuck behaviour holds. Written by the worker at
 	// each gulp and sleep; read by the watcher, thieves and Stop. seq is
 	// the worker's own count.
+	//
+	// A visit stores batchSeq only if a reader has seen its latest value
+	// (seenSeq) or the batch size changed (noteVisit): while nobody looks,
+	// the visits that would only advance the counter skip the store, a
+	// locked instruction. A reader that will compare the counter over time
+	// loads it with visitSeq, which records it in seenSeq, so that the
+	// next visit changes it: "no change since I looked" keeps its meaning.
+	// stored is the latest value the worker stored (the worker's own).
 	batchSeq atomic.Uint64
 	seq      uint64
+	stored   uint64
+	// seenSeq is the latest value of batchSeq's low 32 bits that a reader
+	// loaded through visitSeq. Written by readers (CAS, see visitSeq),
+	// read by the worker at each visit (noteVisit). On batchSeq's line:
+	// readers write it only after loading batchSeq, which the worker
+	// writes.
+	seenSeq atomic.Uint32
 	// beat is the worker's count of delivered messages, stored every
 	// beatEvery deliveries (drainBatch; delivs is the worker's own count):
 	// with batchSeq it tells a thief whether a victim is serving its

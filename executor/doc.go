@@ -27,11 +27,11 @@
 // A worker cycles over its slots. For each non-empty mailbox that is not
 // being processed it gulps: with one CAS of the lock word, made while no
 // pusher holds the lock, it marks the mailbox being processed and turns its
-// pushers to the mailbox's second buffer, and takes the first. It then runs
+// pushers to the mailbox's second buffer, then swaps the buffer it took
+// with its own empty one. It then runs
 // the whole batch with no atomic instruction, applying each behaviour's
-// allocation status, releases the mailbox, giving the drained buffer back
-// as the one pushers fill next (re-taking it at once if it refilled, a few
-// times), and moves on. A behaviour that sends to an actor of
+// allocation status, releases the mailbox (re-taking it at once if it
+// refilled, a few times) and moves on. A behaviour that sends to an actor of
 // the mailbox its worker is draining appends to the batch directly (bounded
 // per batch), with no lock.
 //

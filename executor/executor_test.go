@@ -22,7 +22,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestMailboxLockWord(t *testing.T) {
-	m := &mailbox{bufs: newBufs(2)}
+	m := &mailbox{bufs: [2]copyq.Queue[envelope]{copyq.New[envelope](2), copyq.New[envelope](2)}}
 	c := &Cell{}
 	for i := 0; i < 5; i++ {
 		require.True(t, m.push(c, nil, nil, 0, 0))
@@ -68,7 +68,7 @@ func TestMailboxLockWord(t *testing.T) {
 }
 
 func TestMailboxConcurrentPushes(t *testing.T) {
-	m := &mailbox{bufs: newBufs(1)}
+	m := &mailbox{bufs: [2]copyq.Queue[envelope]{copyq.New[envelope](1), copyq.New[envelope](1)}}
 	const pushers, each = 8, 5000
 	var wg sync.WaitGroup
 	cells := make([]Cell, pushers)

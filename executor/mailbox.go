@@ -72,6 +72,18 @@ type mailbox struct {
 	// checks, queue-depth gauges); the value they see may be stale by the
 	// time they act, which the gulp (re-checked under the lock) tolerates.
 	word atomic.Uint64
+	// bufs[side(word)] holds the queued envelopes: guarded by the lock bit,
+	// written by pushers. The other buffer belongs to the worker that
+	// gulped last: its gulp's CAS flipped the side while no pusher held the
+	// lock, so no pusher can be writing the buffer it took, and none will
+	// until the side flips back, at the next gulp (which needs the
+	// release that follows, wordProcessing) or at this worker's regulp.
+	// Right after its CAS the gulper swaps that buffer with its own empty
+	// one: the envelopes go with the worker, an empty buffer waits to be
+	// the pushers' again. Holders of the lock bit read only the pushers'
+	// buffer, or both while the mailbox is not being processed (shrink,
+	// grown), when no gulper holds the other.
+	bufs [2]copyq.Queue[envelope]
 	// owner is the index of the worker whose slot range currently holds
 	// this mailbox: the worker to wake when a push finds it parked. Written
 	// at start and by a thief during each successful swap (for both
@@ -96,38 +108,6 @@ type mailbox struct {
 	index int       // position in Executor.mailboxes (spares: after the real ones); immutable
 	spare bool      // no actor is ever placed on it (see Config.SpareQueues); immutable
 	_     cpu.CacheLinePad
-	// bufs[side(word)] holds the queued envelopes: guarded by the lock bit,
-	// written by pushers. The other buffer belongs to the worker that
-	// gulped last while the mailbox is being processed: its gulp's CAS
-	// flipped the side while no pusher held the lock, so no pusher can be
-	// writing the buffer it took, and none will until the side flips back,
-	// at the next gulp (which needs the release that follows,
-	// wordProcessing) or at this worker's regulp. Right after its CAS the
-	// gulper moves that buffer out (the envelopes go with the worker, and
-	// the side holds no array), and its release puts the buffer back,
-	// drained, before the release's CAS: that buffer is the next one the
-	// pushers fill. So a mailbox has two arrays, and a worker none of its
-	// own. Holders of the lock bit read only the pushers' buffer, or both
-	// while the mailbox is not being processed (shrink, grown), when no
-	// gulper holds the other.
-	//
-	// Each buffer has a cache line of its own, apart from the word's:
-	// a push writes the word's line and its side's, a gulp or release
-	// the word's and the side it takes or gives back.
-	bufs [2]sideBuf
-	_    cpu.CacheLinePad
-}
-
-// sideBuf is one of a mailbox's two buffers, padded to a cache line.
-type sideBuf struct {
-	copyq.Queue[envelope]
-	_ [unsafe.Sizeof(cpu.CacheLinePad{}) - unsafe.Sizeof(copyq.Queue[envelope]{})%unsafe.Sizeof(cpu.CacheLinePad{})]byte
-}
-
-// newBufs returns a mailbox's two buffers, each with room for capacity
-// envelopes.
-func newBufs(capacity int) [2]sideBuf {
-	return [2]sideBuf{{Queue: copyq.New[envelope](capacity)}, {Queue: copyq.New[envelope](capacity)}}
 }
 
 // batch is a gulped batch being drained: the part of a worker that the
@@ -144,7 +124,7 @@ type batch struct {
 	// worker writes at every message: a sender from another core would
 	// otherwise take that line from the worker at each such send.
 	_   cpu.CacheLinePad
-	buf copyq.Queue[envelope] // the gulped envelopes being drained; between batches no array (see mailbox.bufs)
+	buf copyq.Queue[envelope] // the gulped envelopes being drained, else an empty spare
 	cur *mailbox              // mailbox whose envelopes are in buf, nil between gulps
 	// limit bounds local sends: they may append to buf while it holds
 	// fewer than limit envelopes (the gulped ones plus Config.LocalBatch).
@@ -202,7 +182,7 @@ func (m *mailbox) unlock(w uint64) { m.word.Store(w) }
 // keeps the worker spinning on the lock.
 func (m *mailbox) push(c *Cell, fn unsafe.Pointer, msg any, coff, want uint32) bool {
 	w := m.lockFor(true)
-	for w&wordClosed == 0 && m.bufs[side(w)].Queue.Full() {
+	for w&wordClosed == 0 && m.bufs[side(w)].Full() {
 		if w&wordGrowing != 0 {
 			// Another pusher is allocating: wait for it (or for a gulp
 			// that swaps in an emptier buffer) rather than allocate too.
@@ -214,14 +194,14 @@ func (m *mailbox) push(c *Cell, fn unsafe.Pointer, msg any, coff, want uint32) b
 			w = m.lockFor(true)
 			continue
 		}
-		need := m.bufs[side(w)].Queue.GrowCap()
+		need := m.bufs[side(w)].GrowCap()
 		m.unlock(w | wordGrowing)
 		if testHookGrow != nil {
 			testHookGrow(m)
 		}
 		arr := copyq.NewArray[envelope](need)
 		w = m.lockFor(true)
-		if b := &m.bufs[side(w)].Queue; b.Full() { // the side may have flipped meanwhile
+		if b := &m.bufs[side(w)]; b.Full() { // the side may have flipped meanwhile
 			b.Adopt(arr)
 		}
 		w &^= wordGrowing
@@ -230,7 +210,7 @@ func (m *mailbox) push(c *Cell, fn unsafe.Pointer, msg any, coff, want uint32) b
 		m.unlock(w)
 		return false
 	}
-	m.bufs[side(w)].Queue.Next().set(c, fn, msg, coff, want) // room was made: does not allocate
+	m.bufs[side(w)].Next().set(c, fn, msg, coff, want) // room was made: does not allocate
 	m.sent++
 	if goid.Supported {
 		m.pushG = goid.Unchecked()
@@ -253,8 +233,8 @@ func (m *mailbox) shrink(floor int) bool {
 	w := m.lock()
 	ok := false
 	if w&(wordProcessing|wordClosed) == 0 && wordLen(w) == 0 {
-		ok0 := m.bufs[0].Queue.Shrink(floor, arr0)
-		ok1 := m.bufs[1].Queue.Shrink(floor, arr1)
+		ok0 := m.bufs[0].Shrink(floor, arr0)
+		ok1 := m.bufs[1].Shrink(floor, arr1)
 		ok = ok0 || ok1
 	}
 	m.unlock(w)
@@ -269,9 +249,8 @@ func (m *mailbox) sentCount() uint64 {
 	return n
 }
 
-// gulp takes every queued envelope by moving m's buffer into into, which
-// must hold no array (the gulper's previous buffer went back with its
-// release), and marks m being processed. It returns the number taken;
+// gulp takes every queued envelope by swapping m's buffer with into, which
+// must be empty, and marks m being processed. It returns the number taken;
 // missed reports that m was already being processed (by a worker that has
 // since lost it to a thief, or a thief that took it), in which case nothing
 // is taken.
@@ -279,7 +258,7 @@ func (m *mailbox) sentCount() uint64 {
 // The gulp is one CAS from the unlocked word to the gulped one (flipped
 // side, processing): it waits while a pusher (or another holder) has the
 // lock, as a locker would. Its success makes the taken buffer this
-// gulper's (see bufs); the move that follows needs no lock.
+// gulper's (see bufs); the swap that follows needs no lock.
 func (m *mailbox) gulp(into *copyq.Queue[envelope]) (n int, missed bool) {
 	var b spin.Backoff
 	for {
@@ -296,27 +275,21 @@ func (m *mailbox) gulp(into *copyq.Queue[envelope]) (n int, missed bool) {
 			return 0, false
 		}
 		if m.word.CompareAndSwap(w, gulped(w)) {
-			t := &m.bufs[side(w)].Queue
-			*into, *t = *t, copyq.Queue[envelope]{}
+			t := &m.bufs[side(w)]
+			*t, *into = *into, *t
 			return n, false
 		}
 	}
 }
 
-// release ends the processing of a gulped batch, whose buffer into holds,
-// drained and reset: the buffer goes back to m, as the side pushers do not
-// use (the gulper's until this release, see bufs), and into is left
-// without an array. If regulp is true and envelopes arrived meanwhile, it
-// gulps them into into and keeps m being processed, returning their
-// number; this saves a separate release and gulp. Otherwise it clears
+// release ends the processing of a gulped batch. If regulp is true and
+// envelopes arrived meanwhile, it gulps them into into (which must be empty)
+// and keeps m being processed, returning their number; this saves the
+// unlock/lock pair of a separate release and gulp. Otherwise it clears
 // wordProcessing and returns 0 and the number of envelopes left queued.
 // by is the latest pusher's identity (pushG), which matters when
 // envelopes arrived (see batchwait.go).
 func (m *mailbox) release(into *copyq.Queue[envelope], regulp bool) (n, left int, by uintptr) {
-	// The side is the gulp's until a gulp or a re-take flips it, and only
-	// this worker may make either before the release below.
-	back := &m.bufs[1-side(m.word.Load())].Queue
-	*back, *into = *into, copyq.Queue[envelope]{}
 	// Nothing arrived (the common case): clearing wordProcessing is then
 	// the whole release, made with one CAS from the unlocked word instead
 	// of the lock's CAS and the unlocking store. The CAS is the release's
@@ -332,8 +305,8 @@ func (m *mailbox) release(into *copyq.Queue[envelope], regulp bool) (n, left int
 	w := m.lock()
 	n, by = wordLen(w), m.pushG
 	if regulp && n > 0 {
-		t := &m.bufs[side(w)].Queue
-		*into, *t = *t, copyq.Queue[envelope]{}
+		t := &m.bufs[side(w)]
+		*t, *into = *into, *t
 		m.unlock(gulped(w))
 		return n, 0, by
 	}
@@ -348,8 +321,8 @@ func (m *mailbox) release(into *copyq.Queue[envelope], regulp bool) (n, left int
 func (m *mailbox) close() int {
 	w := m.lock()
 	n := wordLen(w)
-	buf := m.bufs[side(w)].Queue
-	m.bufs[side(w)].Queue = copyq.Queue[envelope]{}
+	buf := m.bufs[side(w)]
+	m.bufs[side(w)] = copyq.Queue[envelope]{}
 	m.unlock(wordClosed | w&wordSide)
 	for env := buf.PopRef(); env != nil; env = buf.PopRef() {
 		dropped(env.msg, ErrStopped) // requests: tell their requesters
@@ -364,9 +337,9 @@ func (m *mailbox) queued() int { return wordLen(m.word.Load()) }
 // the pushers' buffer is looked at while m is being processed).
 func (m *mailbox) grown(floor int) bool {
 	w := m.lock()
-	g := m.bufs[side(w)].Queue.Cap() > floor
+	g := m.bufs[side(w)].Cap() > floor
 	if w&wordProcessing == 0 {
-		g = g || m.bufs[1-side(w)].Queue.Cap() > floor
+		g = g || m.bufs[1-side(w)].Cap() > floor
 	}
 	m.unlock(w)
 	return g

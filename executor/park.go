@@ -5,6 +5,7 @@ import (
 	"runtime/metrics"
 	"time"
 
+	"github.com/actord/actord/internal/copyq"
 	"github.com/actord/actord/internal/event"
 	"github.com/actord/actord/internal/goid"
 )
@@ -346,6 +347,7 @@ func (w *worker) park() {
 	if w.futexPhase > 0 {
 		w.futexOutcome(inFutex, caught, parked)
 	}
+	w.reclaimOwn()
 }
 
 // Giving the thread back. A worker's goroutine is locked to its OS thread,
@@ -608,8 +610,9 @@ func (e *Executor) watch() {
 
 // reclaimIdle gives back the buffers a burst grew, in a system that has
 // been idle for ParkTimeoutMax: every grown mailbox buffer (empty and not
-// being processed; workers hold none between batches, see mailbox.bufs).
-// Run by the watcher; without one
+// being processed), and each worker's own spare buffer, which only its
+// worker may touch: the watcher wakes each sleeping worker once with a
+// request to shrink it (see reclaimOwn). Run by the watcher; without one
 // (stealing off, or a negative ParkTimeout) buffers shrink only by the copy
 // queue's own rule, as they are drained. Not done at every park: a busy
 // system parks often, and would regrow them at once.
@@ -623,7 +626,22 @@ func (e *Executor) reclaimIdle() {
 			mb.shrink(floor)
 		}
 	}
+	for _, w := range e.workers {
+		w.reclaimReq.Store(true)
+		w.wake()
+	}
 	e.reclaims.Add(1)
+}
+
+// reclaimOwn shrinks the worker's spare buffer if the watcher asked for it
+// (see reclaimIdle). Called by the worker when it leaves park.
+func (w *worker) reclaimOwn() {
+	if !w.reclaimReq.Swap(false) {
+		return
+	}
+	if floor := w.e.cfg.QueueCapacity; w.buf.Cap() > floor {
+		w.buf.Shrink(floor, copyq.NewArray[envelope](floor))
+	}
 }
 
 // notify is the sender's half of the wake-up protocol (P2-P4 above), called

@@ -24,7 +24,7 @@ import (
 // before it allocates: a worker's gulp goes on meanwhile, and every
 // envelope lands once, in order.
 func TestPushGrowsOutsideTheLock(t *testing.T) {
-	m := &mailbox{bufs: newBufs(1)}
+	m := &mailbox{bufs: [2]copyq.Queue[envelope]{copyq.New[envelope](1), copyq.New[envelope](1)}}
 	c := &Cell{}
 	var grows atomic.Int64
 	var first copyq.Queue[envelope]
@@ -191,7 +191,7 @@ func TestIdleReclaimsQueueMemory(t *testing.T) {
 	}
 	settled := func() bool {
 		for _, w := range e.workers {
-			if w.state.Load() != workerParked {
+			if w.reclaimReq.Load() || w.state.Load() != workerParked {
 				return false
 			}
 		}
@@ -204,7 +204,7 @@ func TestIdleReclaimsQueueMemory(t *testing.T) {
 	assert.Zero(t, grown(), "mailboxes kept their burst buffers")
 	for _, w := range e.workers {
 		require.Equal(t, workerParked, w.state.Load()) // orders the worker's reclaim before our read
-		assert.Zero(t, w.buf.Cap(), "worker %d holds a buffer between batches (its release gives the batch's back)", w.id)
+		assert.LessOrEqual(t, w.buf.Cap(), DefaultQueueCapacity, "worker %d kept its burst buffer", w.id)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/actord/actord/internal/affinity"
+	"github.com/actord/actord/internal/copyq"
 	"github.com/actord/actord/internal/event"
 	"golang.org/x/sys/cpu"
 )
@@ -154,6 +155,10 @@ type worker struct {
 	// which then yield to it (see wakeBySender). A stale value only makes
 	// a sender yield when it need not, or not yield.
 	threadless atomic.Bool
+	// reclaimReq is set by the watcher before it wakes the worker to give
+	// back its grown spare buffer, and swapped back by the worker when it
+	// wakes (see reclaimIdle, reclaimOwn).
+	reclaimReq atomic.Bool
 	ev         event.Event
 	// futexPhase is how long park sleeps in the futex before the channel
 	// (0: no futex phase). Set by newWorker; read by the worker.
@@ -209,6 +214,7 @@ func newWorker(e *Executor, id, lo, hi int) *worker {
 		// The first look at deferred wake-ups during a pass is due at once.
 		deferLook: -deferLookEvery,
 	}
+	w.buf = copyq.New[envelope](e.cfg.QueueCapacity)
 	w.initPark()
 	return w
 }

@@ -25,10 +25,8 @@
 // checks other parties make without the lock are single atomic loads.
 //
 // A worker cycles over its slots. For each non-empty mailbox that is not
-// being processed it gulps: with one CAS of the lock word, made while no
-// pusher holds the lock, it marks the mailbox being processed and turns its
-// pushers to the mailbox's second buffer, then swaps the buffer it took
-// with its own empty one. It then runs
+// being processed it gulps: under the lock it swaps the mailbox's buffer
+// with its own empty one and marks the mailbox being processed. It then runs
 // the whole batch with no atomic instruction, applying each behaviour's
 // allocation status, releases the mailbox (re-taking it at once if it
 // refilled, a few times) and moves on. A behaviour that sends to an actor of

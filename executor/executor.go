@@ -190,7 +190,7 @@ func Start(cfg Config) (*Executor, error) {
 	}
 	e.initIdentities()
 	for i := range e.mailboxes {
-		e.mailboxes[i] = &mailbox{exec: e, index: i, bufs: [2]copyq.Queue[envelope]{copyq.New[envelope](cfg.QueueCapacity), copyq.New[envelope](cfg.QueueCapacity)}}
+		e.mailboxes[i] = &mailbox{exec: e, index: i, buf: copyq.New[envelope](cfg.QueueCapacity)}
 	}
 	for i := range e.spares {
 		e.spares[i] = &mailbox{exec: e, index: cfg.Queues + i, spare: true}

@@ -22,7 +22,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestMailboxLockWord(t *testing.T) {
-	m := &mailbox{bufs: [2]copyq.Queue[envelope]{copyq.New[envelope](2), copyq.New[envelope](2)}}
+	m := &mailbox{buf: copyq.New[envelope](2)}
 	c := &Cell{}
 	for i := 0; i < 5; i++ {
 		require.True(t, m.push(c, nil, nil, 0, 0))
@@ -68,7 +68,7 @@ func TestMailboxLockWord(t *testing.T) {
 }
 
 func TestMailboxConcurrentPushes(t *testing.T) {
-	m := &mailbox{bufs: [2]copyq.Queue[envelope]{copyq.New[envelope](1), copyq.New[envelope](1)}}
+	m := &mailbox{buf: copyq.New[envelope](1)}
 	const pushers, each = 8, 5000
 	var wg sync.WaitGroup
 	cells := make([]Cell, pushers)
@@ -81,50 +81,23 @@ func TestMailboxConcurrentPushes(t *testing.T) {
 			}
 		}()
 	}
-	// A watcher-like goroutine looks at and shrinks the buffers meanwhile
-	// (under the lock, which the lock-free gulp and release respect).
-	stop := make(chan struct{})
-	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if m.grown(1) {
-				m.shrink(1)
-			}
-		}
-	}()
-	// A drainer gulps concurrently, re-takes arrivals at every other
-	// release, and checks per-pusher order.
+	// A drainer gulps concurrently and checks per-pusher order.
 	last := make([]int, pushers)
 	got := 0
 	var batch copyq.Queue[envelope]
-	take := func() {
+	for got < pushers*each {
+		n, _ := m.gulp(&batch)
 		for e := batch.PopRef(); e != nil; e = batch.PopRef() {
 			p := (uintptr(unsafe.Pointer(e.cell)) - uintptr(unsafe.Pointer(&cells[0]))) / unsafe.Sizeof(cells[0])
 			require.Equal(t, last[p]+1, e.msg.(int), "per-pusher FIFO")
 			last[p] = e.msg.(int)
 		}
+		got += n
 		batch.Reset(1)
+		m.release(&batch, false)
 	}
-	for i := 0; got < pushers*each; i++ {
-		n, missed := m.gulp(&batch)
-		require.False(t, missed, "nobody else processes the mailbox")
-		for n > 0 {
-			got += n
-			take()
-			n, _, _ = m.release(&batch, i%2 == 0)
-		}
-	}
-	close(stop)
-	<-watched
 	wg.Wait()
 	assert.Equal(t, uint64(pushers*each), m.sentCount())
-	assert.Zero(t, m.word.Load()&(wordProcessing|wordLocked))
 }
 
 func TestHistogram(t *testing.T) {

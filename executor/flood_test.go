@@ -14,7 +14,7 @@ import (
 // floodYield returns once the mailbox it waits on is gulped, or closed.
 func TestFloodYieldEnds(t *testing.T) {
 	for _, end := range []string{"gulp", "close"} {
-		m := &mailbox{bufs: [2]copyq.Queue[envelope]{copyq.New[envelope](floodLimit), copyq.New[envelope](floodLimit)}}
+		m := &mailbox{buf: copyq.New[envelope](floodLimit)}
 		c := &Cell{}
 		for i := 0; i < floodLimit; i++ {
 			require.True(t, m.push(c, nil, nil, 0, 0))

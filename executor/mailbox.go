@@ -14,41 +14,30 @@ import (
 // and its length, so that:
 //   - a push costs one CAS (lock) and one store (unlock, which also publishes
 //     the new length): the same two atomics as any lock;
-//   - a gulp, and a release that finds nothing new, cost one CAS each and
-//     take no lock: the mailbox has two buffers, and wordSide says which
-//     one pushers append to; a gulp flips it, so that the buffer it takes
-//     is no pusher's any more (see gulp);
 //   - the worker's "is it empty?" test, the thieves' "is it a candidate?"
 //     test and the senders' "is it closed?" test are single atomic loads,
 //     which on amd64 and arm64 are plain loads.
-//   - an 8-bit gulp sequence, advanced by every gulp in the same CAS (or
-//     unlocking store, for a release's re-take), lets a thief tell "still waiting since I looked" from "served
+//   - an 8-bit gulp sequence, advanced by every gulp in the same unlocking
+//     store, lets a thief tell "still waiting since I looked" from "served
 //     and refilled" with one load (see worker.steal).
 const (
-	wordLocked     = 1 << 0 // held by a pusher, a releaser re-taking, shrink, grown or the closer
+	wordLocked     = 1 << 0 // held by a pusher, a gulper, a releaser or the closer
 	wordProcessing = 1 << 1 // being processed: a worker holds the gulped buffer
 	wordClosed     = 1 << 2 // the executor has stopped: pushes fail
 	wordSeqShift   = 3      // bits 3..10: gulp sequence, mod 256
 	wordSeqMask    = 0xff << wordSeqShift
-	wordGrowing    = 1 << 11 // a pusher is allocating a larger buffer (see push)
-	wordSide       = 1 << 12 // pushers append to bufs[1] (else bufs[0])
-	wordLenShift   = 13      // bits 13..63: number of envelopes in the pushers' buffer
+	wordGrowing    = 1 << 11 // a pusher is allocating a larger buf (see push)
+	wordLenShift   = 12      // bits 12..63: number of envelopes in buf
 	wordLenOne     = 1 << wordLenShift
 )
 
 func wordLen(w uint64) int { return int(w >> wordLenShift) }
 
 // gulped returns the word of a mailbox just gulped: length 0, processing,
-// the closed bit kept, the gulp sequence advanced, the side flipped. A
-// pusher growing the buffer (wordGrowing) finds the new side's buffer not
-// full when it takes the lock again, and drops its array; those waiting
-// for it may go on.
+// the closed bit kept, the gulp sequence advanced.
 func gulped(w uint64) uint64 {
-	return w&wordClosed | wordProcessing | (w+1<<wordSeqShift)&wordSeqMask | (w^wordSide)&wordSide
+	return w&wordClosed | wordProcessing | (w+1<<wordSeqShift)&wordSeqMask
 }
-
-// side returns the index in bufs of the pushers' buffer in word w.
-func side(w uint64) int { return int(w>>12) & 1 }
 
 // mailbox is one of the executor's sharded message queues. Many actors share
 // a mailbox (actor i uses mailbox i mod M for its whole life); a worker gulps
@@ -72,18 +61,10 @@ type mailbox struct {
 	// checks, queue-depth gauges); the value they see may be stale by the
 	// time they act, which the gulp (re-checked under the lock) tolerates.
 	word atomic.Uint64
-	// bufs[side(word)] holds the queued envelopes: guarded by the lock bit,
-	// written by pushers. The other buffer belongs to the worker that
-	// gulped last: its gulp's CAS flipped the side while no pusher held the
-	// lock, so no pusher can be writing the buffer it took, and none will
-	// until the side flips back, at the next gulp (which needs the
-	// release that follows, wordProcessing) or at this worker's regulp.
-	// Right after its CAS the gulper swaps that buffer with its own empty
-	// one: the envelopes go with the worker, an empty buffer waits to be
-	// the pushers' again. Holders of the lock bit read only the pushers'
-	// buffer, or both while the mailbox is not being processed (shrink,
-	// grown), when no gulper holds the other.
-	bufs [2]copyq.Queue[envelope]
+	// buf holds the queued envelopes. Guarded by the lock bit: written by
+	// pushers and gulpers (which swap it with a worker's empty buffer), read
+	// by nobody else.
+	buf copyq.Queue[envelope]
 	// owner is the index of the worker whose slot range currently holds
 	// this mailbox: the worker to wake when a push finds it parked. Written
 	// at start and by a thief during each successful swap (for both
@@ -140,9 +121,8 @@ func (m *mailbox) lock() uint64 { return m.lockFor(false) }
 // lengthens its wait (spin.Backoff.Lengthen) before it yields: a worker's
 // yield hands its locked thread's processor to another thread, which it
 // wakes, and it then waits to be handed one back, while the holder, another
-// worker taking the same mailbox, is about to release it. Other lockers,
-// and gulps and releases waiting for a pusher (which do not take the lock,
-// see gulp), keep the short phase: there the holder is often a goroutine
+// worker taking the same mailbox, is about to release it. Gulps and
+// releases keep the short phase: there the holder is often a goroutine
 // outside the system flooding the mailbox, and the worker's yield is what
 // lets that producer's pushes gather into large gulps (BENCHMARKS.md,
 // "Sixth round"). The identity lookup is made only once the short phase
@@ -182,7 +162,7 @@ func (m *mailbox) unlock(w uint64) { m.word.Store(w) }
 // keeps the worker spinning on the lock.
 func (m *mailbox) push(c *Cell, fn unsafe.Pointer, msg any, coff, want uint32) bool {
 	w := m.lockFor(true)
-	for w&wordClosed == 0 && m.bufs[side(w)].Full() {
+	for w&wordClosed == 0 && m.buf.Full() {
 		if w&wordGrowing != 0 {
 			// Another pusher is allocating: wait for it (or for a gulp
 			// that swaps in an emptier buffer) rather than allocate too.
@@ -194,15 +174,15 @@ func (m *mailbox) push(c *Cell, fn unsafe.Pointer, msg any, coff, want uint32) b
 			w = m.lockFor(true)
 			continue
 		}
-		need := m.bufs[side(w)].GrowCap()
+		need := m.buf.GrowCap()
 		m.unlock(w | wordGrowing)
 		if testHookGrow != nil {
 			testHookGrow(m)
 		}
 		arr := copyq.NewArray[envelope](need)
 		w = m.lockFor(true)
-		if b := &m.bufs[side(w)]; b.Full() { // the side may have flipped meanwhile
-			b.Adopt(arr)
+		if m.buf.Full() {
+			m.buf.Adopt(arr)
 		}
 		w &^= wordGrowing
 	}
@@ -210,7 +190,7 @@ func (m *mailbox) push(c *Cell, fn unsafe.Pointer, msg any, coff, want uint32) b
 		m.unlock(w)
 		return false
 	}
-	m.bufs[side(w)].Next().set(c, fn, msg, coff, want) // room was made: does not allocate
+	m.buf.Next().set(c, fn, msg, coff, want) // room was made: does not allocate
 	m.sent++
 	if goid.Supported {
 		m.pushG = goid.Unchecked()
@@ -223,20 +203,15 @@ func (m *mailbox) push(c *Cell, fn unsafe.Pointer, msg any, coff, want uint32) b
 // the lock is released for a growth and before the allocation.
 var testHookGrow func(*mailbox)
 
-// shrink gives back grown buffers of an idle mailbox: if m is empty and not
-// being processed, each of its buffers whose capacity is above floor is
+// shrink gives back a grown buffer of an idle mailbox: if m is empty and not
+// being processed and its buffer's capacity is above floor, the buffer is
 // replaced by one of capacity floor. Called by the watcher in an idle
-// system (see reclaimIdle). The new arrays are allocated before taking the
+// system (see reclaimIdle). The new array is allocated before taking the
 // lock.
 func (m *mailbox) shrink(floor int) bool {
-	arr0, arr1 := copyq.NewArray[envelope](floor), copyq.NewArray[envelope](floor)
+	arr := copyq.NewArray[envelope](floor)
 	w := m.lock()
-	ok := false
-	if w&(wordProcessing|wordClosed) == 0 && wordLen(w) == 0 {
-		ok0 := m.bufs[0].Shrink(floor, arr0)
-		ok1 := m.bufs[1].Shrink(floor, arr1)
-		ok = ok0 || ok1
-	}
+	ok := w&(wordProcessing|wordClosed) == 0 && wordLen(w) == 0 && m.buf.Shrink(floor, arr)
 	m.unlock(w)
 	return ok
 }
@@ -254,32 +229,20 @@ func (m *mailbox) sentCount() uint64 {
 // missed reports that m was already being processed (by a worker that has
 // since lost it to a thief, or a thief that took it), in which case nothing
 // is taken.
-//
-// The gulp is one CAS from the unlocked word to the gulped one (flipped
-// side, processing): it waits while a pusher (or another holder) has the
-// lock, as a locker would. Its success makes the taken buffer this
-// gulper's (see bufs); the swap that follows needs no lock.
 func (m *mailbox) gulp(into *copyq.Queue[envelope]) (n int, missed bool) {
-	var b spin.Backoff
-	for {
-		w := m.word.Load()
-		if w&wordLocked != 0 {
-			b.Pause()
-			continue
-		}
-		if w&wordProcessing != 0 {
-			return 0, true
-		}
-		n = wordLen(w)
-		if n == 0 { // emptied between the caller's check and this load
-			return 0, false
-		}
-		if m.word.CompareAndSwap(w, gulped(w)) {
-			t := &m.bufs[side(w)]
-			*t, *into = *into, *t
-			return n, false
-		}
+	w := m.lock()
+	if w&wordProcessing != 0 {
+		m.unlock(w)
+		return 0, true
 	}
+	n = wordLen(w)
+	if n == 0 { // emptied between the unlocked check and the lock
+		m.unlock(w)
+		return 0, false
+	}
+	m.buf, *into = *into, m.buf
+	m.unlock(gulped(w))
+	return n, false
 }
 
 // release ends the processing of a gulped batch. If regulp is true and
@@ -300,13 +263,10 @@ func (m *mailbox) release(into *copyq.Queue[envelope], regulp bool) (n, left int
 		m.word.CompareAndSwap(w, w&^wordProcessing) {
 		return 0, 0, 0
 	}
-	// Envelopes arrived: under the lock, which pushG needs. A regulp
-	// flips the side as a gulp does (see bufs).
 	w := m.lock()
 	n, by = wordLen(w), m.pushG
 	if regulp && n > 0 {
-		t := &m.bufs[side(w)]
-		*t, *into = *into, *t
+		m.buf, *into = *into, m.buf
 		m.unlock(gulped(w))
 		return n, 0, by
 	}
@@ -321,9 +281,9 @@ func (m *mailbox) release(into *copyq.Queue[envelope], regulp bool) (n, left int
 func (m *mailbox) close() int {
 	w := m.lock()
 	n := wordLen(w)
-	buf := m.bufs[side(w)]
-	m.bufs[side(w)] = copyq.Queue[envelope]{}
-	m.unlock(wordClosed | w&wordSide)
+	buf := m.buf
+	m.buf = copyq.Queue[envelope]{}
+	m.unlock(wordClosed)
 	for env := buf.PopRef(); env != nil; env = buf.PopRef() {
 		dropped(env.msg, ErrStopped) // requests: tell their requesters
 	}
@@ -333,14 +293,10 @@ func (m *mailbox) close() int {
 // queued returns the current length (a racy snapshot, for gauges).
 func (m *mailbox) queued() int { return wordLen(m.word.Load()) }
 
-// grown reports whether a buffer of m is above floor (takes the lock; only
-// the pushers' buffer is looked at while m is being processed).
+// grown reports whether m's buffer is above floor (takes the lock).
 func (m *mailbox) grown(floor int) bool {
 	w := m.lock()
-	g := m.bufs[side(w)].Cap() > floor
-	if w&wordProcessing == 0 {
-		g = g || m.bufs[1-side(w)].Cap() > floor
-	}
+	g := m.buf.Cap() > floor
 	m.unlock(w)
 	return g
 }

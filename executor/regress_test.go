@@ -24,7 +24,7 @@ import (
 // before it allocates: a worker's gulp goes on meanwhile, and every
 // envelope lands once, in order.
 func TestPushGrowsOutsideTheLock(t *testing.T) {
-	m := &mailbox{bufs: [2]copyq.Queue[envelope]{copyq.New[envelope](1), copyq.New[envelope](1)}}
+	m := &mailbox{buf: copyq.New[envelope](1)}
 	c := &Cell{}
 	var grows atomic.Int64
 	var first copyq.Queue[envelope]

@@ -81,23 +81,50 @@ func TestMailboxConcurrentPushes(t *testing.T) {
 			}
 		}()
 	}
-	// A drainer gulps concurrently and checks per-pusher order.
+	// A watcher-like goroutine looks at and shrinks the buffer meanwhile.
+	stop := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if m.grown(1) {
+				m.shrink(1)
+			}
+		}
+	}()
+	// A drainer gulps concurrently, re-takes arrivals at every other
+	// release (the release's one-CAS path when nothing arrived, its locked
+	// path otherwise), and checks per-pusher order.
 	last := make([]int, pushers)
 	got := 0
-	var batch copyq.Queue[envelope]
-	for got < pushers*each {
-		n, _ := m.gulp(&batch)
+	batch := copyq.New[envelope](1)
+	take := func() {
 		for e := batch.PopRef(); e != nil; e = batch.PopRef() {
 			p := (uintptr(unsafe.Pointer(e.cell)) - uintptr(unsafe.Pointer(&cells[0]))) / unsafe.Sizeof(cells[0])
 			require.Equal(t, last[p]+1, e.msg.(int), "per-pusher FIFO")
 			last[p] = e.msg.(int)
 		}
-		got += n
 		batch.Reset(1)
-		m.release(&batch, false)
 	}
+	for i := 0; got < pushers*each; i++ {
+		n, missed := m.gulp(&batch)
+		require.False(t, missed, "nobody else processes the mailbox")
+		for n > 0 {
+			got += n
+			take()
+			n, _, _ = m.release(&batch, i%2 == 0)
+		}
+	}
+	close(stop)
+	<-watched
 	wg.Wait()
 	assert.Equal(t, uint64(pushers*each), m.sentCount())
+	assert.Zero(t, m.word.Load()&(wordProcessing|wordLocked))
 }
 
 func TestHistogram(t *testing.T) {

@@ -339,6 +339,66 @@ func TestDeferredWakeupLookedAtDuringAPass(t *testing.T) {
 	assert.Positive(t, e.Stats().Workers[1].WakeupsBySender, "worker 1 was not woken")
 }
 
+// A helper in the middle of a batch of long behaviours (tasks sent from
+// outside, after which the sender waits: a processor idle) wakes the parked
+// owner of a deferred mailbox between two deliveries, without waiting for
+// the batch to end (wakeDeferred). Worker 0's batch holds eight messages
+// for one actor: the first waits until the deferred message has been sent,
+// the next six compute for 40 µs each, and the last computes until the
+// deferred message has been delivered, which only worker 1 can then do, or
+// for 300 ms: the watcher looks only every second, and the end of the
+// batch comes only after those 300 ms.
+func TestDeferredWakeupLookedAtDuringABatch(t *testing.T) {
+	twoProcs(t)
+	testHookRunning = func() uint64 { return 1 } // the sender waits: a processor idle
+	defer func() { testHookRunning = nil }()
+	e, err := Start(Config{Workers: 2, Queues: 4, ParkTimeout: time.Second, ParkTimeoutMax: time.Second, StealAge: MaxStealAge})
+	require.NoError(t, err)
+	var got atomic.Int64
+	started, sent := make(chan struct{}), make(chan struct{})
+	timedOut := false
+	compute := func(until func() bool, most time.Duration) bool {
+		for start := time.Now(); !until(); {
+			if time.Since(start) >= most {
+				return false
+			}
+		}
+		return true
+	}
+	tasks := &probe{fn: func(p *probe) Allocation {
+		switch p.calls++; {
+		case p.calls == 1:
+			close(started)
+			<-sent
+		case p.calls < 8:
+			deadline := time.Now().Add(40 * time.Microsecond)
+			compute(func() bool { return !time.Now().Before(deadline) }, time.Second)
+		default:
+			timedOut = !compute(func() bool { return got.Load() == 1 }, 300*time.Millisecond)
+			return Finished
+		}
+		return Nodelete
+	}}
+	sink := &probe{fn: func(*probe) Allocation { got.Add(1); return Finished }}
+	tasks.spawn(t, e) // ticket 0: mailbox 0, worker 0
+	tasks2 := &probe{fn: func(*probe) Allocation { return Finished }}
+	tasks2.spawn(t, e) // ticket 1: mailbox 1, worker 0 (unused)
+	sink.spawn(t, e)   // ticket 2: mailbox 2, worker 1
+	require.Eventually(t, func() bool { return e.sleepers.Load() == 2 }, 5*time.Second, 100*time.Microsecond)
+	for range 8 {
+		tasks.send(t, &probeMsg{})
+	}
+	<-started // worker 0 is inside the batch, worker 1 parked
+	sink.send(t, &probeMsg{})
+	assert.True(t, e.workers[1].deferred.Load(), "the send woke worker 1")
+	close(sent)
+	require.Eventually(t, func() bool { return got.Load() == 1 }, 5*time.Second, 100*time.Microsecond)
+	tasks2.send(t, &probeMsg{})
+	require.NoError(t, e.Stop(context.Background()))
+	assert.False(t, timedOut, "the deferred message waited for the helper's batch to end")
+	assert.Positive(t, e.Stats().Workers[1].WakeupsBySender, "worker 1 was not woken")
+}
+
 // A spinner that serves a deferred mailbox and gets stuck in one of its
 // behaviours is no longer counted as spinning: the watcher sees it stuck and
 // wakes the parked owner for a second message deferred meanwhile. (A stuck

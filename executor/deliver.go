@@ -74,6 +74,9 @@ func (w *worker) drainBatch() (done bool) {
 		if w.delivs++; w.delivs%beatEvery == 0 {
 			w.beat.Store(w.delivs) // see victimStalled
 		}
+		if w.delivs%deferLookDelivs == 0 && e.deferred.Load() != 0 {
+			w.wakeDeferred() // a batch of long behaviours? See defer.go
+		}
 		if status != Nodelete {
 			w.terminate(c, env.want, status)
 			if w.mayBeRequest(env.msg) {

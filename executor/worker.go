@@ -89,7 +89,8 @@ type worker struct {
 	lastMsgType unsafe.Pointer
 	lastIsReq   bool
 	thiefWoken  time.Duration // when this worker last woke a thief (see pass), since e.epoch
-	deferLook   time.Duration // when this worker last served deferred wake-ups during a pass (see pass), since e.epoch
+	deferLook   time.Duration // when this worker last served deferred wake-ups during a pass (see pass), or looked at them during a batch (wakeDeferred), since e.epoch
+	deferDelivs uint32        // delivs at the last look of wakeDeferred
 	// cands are the candidates a thief is watching (see steal): each
 	// mailbox with its word when first seen, and when.
 	cands []candidate

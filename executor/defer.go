@@ -126,15 +126,22 @@ func (w *worker) wakeDeferred() {
 		return
 	}
 	for _, o := range e.workers {
-		if o == w || !o.deferred.Load() || !o.deferred.Swap(false) {
-			continue
-		}
-		e.deferred.Add(-1)
 		// An owner awake serves its own mailboxes (as in serveDeferred).
-		if o.state.Load() == workerParked {
+		if o != w && o.takeDeferred() && o.state.Load() == workerParked {
 			o.wake()
 		}
 	}
+}
+
+// takeDeferred clears o's deferred flag, if set, and its count in
+// Executor.deferred, and reports whether it did: the caller then owes the
+// deferring senders o's wake-up, or the serving of o's mailboxes.
+func (o *worker) takeDeferred() bool {
+	if !o.deferred.Load() || !o.deferred.Swap(false) {
+		return false
+	}
+	o.e.deferred.Add(-1)
+	return true
 }
 
 // serveDeferred clears the deferred flags it finds set and serves the
@@ -149,10 +156,9 @@ func (w *worker) serveDeferred() int {
 	served := 0
 	wakeOwners := -1 // not known yet; 1: wake the owners rather than serve
 	for _, o := range e.workers {
-		if !o.deferred.Load() || !o.deferred.Swap(false) {
+		if !o.takeDeferred() {
 			continue
 		}
-		e.deferred.Add(-1)
 		// o awake (or w itself) serves its own mailboxes: its next pass,
 		// or its S3 re-check before it parks, comes after the pushes that
 		// set the flag.

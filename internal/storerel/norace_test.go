@@ -1,0 +1,5 @@
+//go:build !race
+
+package storerel
+
+const raceEnabled = false

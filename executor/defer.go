@@ -180,7 +180,9 @@ func (w *worker) serveDeferred() int {
 			if mb == nil {
 				continue
 			}
-			word := mb.word.Load()
+			// Settled: a sender that found the flag set relies on this
+			// look at its envelope (see park.go, P1).
+			word := mb.settled()
 			if wordLen(word) == 0 || word&wordProcessing != 0 {
 				continue // empty, or a worker has it (its release hands back the rest)
 			}

@@ -7,13 +7,15 @@ import (
 	"github.com/actord/actord/internal/copyq"
 	"github.com/actord/actord/internal/goid"
 	"github.com/actord/actord/internal/spin"
+	"github.com/actord/actord/internal/storerel"
 	"golang.org/x/sys/cpu"
 )
 
 // Lock-word layout. One 64-bit word carries a mailbox's spin lock, its flags
 // and its length, so that:
-//   - a push costs one CAS (lock) and one store (unlock, which also publishes
-//     the new length): the same two atomics as any lock;
+//   - a push costs one CAS (lock) and one release store (unlock, which also
+//     publishes the new length): one locked instruction, as for any spin
+//     lock (see unlock);
 //   - the worker's "is it empty?" test, the thieves' "is it a candidate?"
 //     test and the senders' "is it closed?" test are single atomic loads,
 //     which on amd64 and arm64 are plain loads.
@@ -54,12 +56,14 @@ func gulped(w uint64) uint64 {
 type mailbox struct {
 	_ cpu.CacheLinePad
 	// word is the lock word above. The lock bit is taken with CAS and
-	// released with a store of the complete new word; every change to buf,
-	// wordProcessing or wordClosed happens between the two, so the unlocking
-	// store is the single point that publishes them. Readers that do not
-	// hold the lock only ever load the word (emptiness checks, candidate
-	// checks, queue-depth gauges); the value they see may be stale by the
-	// time they act, which the gulp (re-checked under the lock) tolerates.
+	// released with a release store of the complete new word (unlock);
+	// every change to buf, wordProcessing or wordClosed happens between
+	// the two, so the unlocking store is the single point that publishes
+	// them. Readers that do not hold the lock only ever load the word
+	// (emptiness checks, candidate checks, queue-depth gauges); the value
+	// they see may be stale by the time they act, which the gulp
+	// (re-checked under the lock) tolerates. Readers whose answer the
+	// wake-up protocol relies on wait for a held lock first (settled).
 	word atomic.Uint64
 	// buf holds the queued envelopes. Guarded by the lock bit: written by
 	// pushers and gulpers (which swap it with a worker's empty buffer), read
@@ -146,8 +150,35 @@ func (m *mailbox) lockFor(push bool) uint64 {
 }
 
 // unlock releases the lock, publishing w (which must not have wordLocked set)
-// as the new word.
-func (m *mailbox) unlock(w uint64) { m.word.Store(w) }
+// as the new word, with a release store (storerel.Uint64): the writes of
+// the critical section are visible to whoever loads w, but the store is no
+// barrier for the caller's later loads, which may be performed before
+// other processors see it (where storerel.Weak). The lock's CAS is the
+// barrier the wake-up protocol orders against (park.go, P1); readers whose
+// answer the protocol relies on use settled. A sequentially consistent
+// store would cost a second locked instruction on every push and gulp.
+func (m *mailbox) unlock(w uint64) { storerel.Uint64(&m.word, w) }
+
+// settled returns the word once no lock is held on it: if a pusher,
+// gulper or releaser holds the lock, it waits for the unlocking store. The
+// loads of the wake-up protocol use it (a parking worker's re-check, a
+// worker serving deferred wake-ups, a thief's check of the mailbox it gave
+// away): a holder's CAS may be visible to them before its unlocking store,
+// and the holder may meanwhile have loaded the sleepers count as it was
+// before they parked (see park.go). Waiting for the store, rather than
+// reading a held lock as "empty", keeps them from missing the envelope it
+// publishes; reading it as "has work" would send a parking worker round
+// again at every push of a flooded mailbox it owns but another worker
+// processes. The holder's critical section is a few dozen instructions.
+func (m *mailbox) settled() uint64 {
+	var b spin.Backoff
+	for {
+		if w := m.word.Load(); w&wordLocked == 0 {
+			return w
+		}
+		b.Pause()
+	}
+}
 
 // push appends an envelope built in place from its fields. It fails only
 // when the mailbox is closed.

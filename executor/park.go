@@ -32,7 +32,8 @@ import (
 //
 //	S1  sleepers += 1
 //	S2  state = parked
-//	S3  re-check every owned mailbox, and Executor.deferred (defer.go);
+//	S3  re-check every owned mailbox (waiting for a held lock to be
+//	    released, mailbox.settled), and Executor.deferred (defer.go);
 //	    if a mailbox has work, or a deferred flag is set:
 //	    CAS state parked -> running, and if that succeeded, sleepers -= 1
 //	    (if it failed, a waker moved us to woken and decremented for us)
@@ -41,15 +42,21 @@ import (
 // The sender (send -> notify), and likewise releasers (processCurrent) and
 // thieves (trySteal) that leave work in a mailbox another worker owns:
 //
-//	P1  publish: the unlocking store of the mailbox word (push, release, swap)
+//	P1  publish: the CAS that takes the mailbox word's lock, the writes,
+//	    and the unlocking release store (push, release); a thief's swap
 //	P2  load sleepers; if 0, stop: nobody sleeps
 //	P3  load the mailbox's owner
 //	P4  if its state is parked, CAS parked -> woken; if that succeeded,
 //	    sleepers -= 1 and signal its event
 //
 // Every step is a sequentially consistent atomic, so all of them fall in one
-// total order. If S3's loads come after P1, the sleeper sees the message
-// and does not sleep. Otherwise S1 < S2 < S3 < P1 < P2: P2 sees the
+// total order, except P1's unlocking store: a release store
+// (mailbox.unlock), after which the sender's own loads (P2, P3, P4's) may
+// be performed before other processors see it. P1's CAS, which takes the
+// lock, is sequentially consistent and precedes them; it is P1's place in
+// the order. If S3's load of the word comes after that CAS, it finds the
+// lock held or released, waits for the release if held, and sees the
+// message: the sleeper does not sleep. Otherwise S1 < S2 < S3 < P1 < P2: P2 sees the
 // sleeper's increment (sleepers counts increments minus decrements, and a
 // decrement for this sleeper comes only from whoever moves it out of
 // parked), so the sender goes on to P4, which sees the state stored at S2
@@ -77,8 +84,9 @@ import (
 // same Dekker pattern as above: the last worker to park sees the flag, and
 // leaves park to serve it, unless the sender saw every worker parked and
 // woke the owner. A sender that finds the flag set does nothing more: the
-// flag's clearing comes after its push, and its clearer serves the owner's
-// mailboxes.
+// flag's clearing comes after its push's CAS, and its clearer serves the
+// owner's mailboxes, reading their words settled (the push's unlocking
+// store may not be visible yet when the flag is cleared; its CAS is).
 //
 // A mailbox's owner can change under the sender (a thief swapped it): a
 // sender that loaded the previous owner at P3 wakes that one, and the thief,

@@ -5,7 +5,9 @@ package executor
 //
 // The model holds the protocol's shared memory: Executor.sleepers, each
 // worker's state word (workerRunning, workerParked, workerWoken), each
-// mailbox's "holds a published message" flag, and each worker's event
+// mailbox's "holds a published message" flag and whether its lock is held,
+// each sender's store buffer (whether its unlocking store, a release store,
+// is still invisible to the others), and each worker's event
 // (event.Event of KindTwoPhase): its one-slot wake token, whose semantics
 // are the channel phase's: WaitChan returns at once if the word no longer
 // holds workerParked, and a token left after S2 is never lost (a later
@@ -18,7 +20,9 @@ package executor
 //	when stealing is off)
 //	  S1        e.sleepers.Add(1)
 //	  S2        w.state.Store(workerParked)
-//	  S3 load   w.hasWork(): load mailbox w's word
+//	  S3 load   w.hasWork(): load mailbox w's word, settled: it waits while
+//	            a sender holds the lock (the step is disabled until the
+//	            sender's P1 unlock)
 //	  S3 CAS    w.state.CompareAndSwap(workerParked, workerRunning)  (it saw work)
 //	  S3 dec    e.sleepers.Add(-1)                                   (the CAS won)
 //	  S3 store  w.state.Store(workerRunning)                         (the CAS lost: a waker decremented)
@@ -41,7 +45,16 @@ package executor
 //	sender: a send to mailbox mb (send: mb.push, then Executor.notify, then
 //	worker.wake; the releaser in processCurrent and the thief in trySteal
 //	take the same steps after their release or swap)
-//	  P1        mb.push: the unlocking store that publishes the message
+//	  P1        mb.push: the CAS that takes mailbox mb's lock (it waits while
+//	            another sender holds it); the envelope and the unlocking
+//	            store that publishes it go into the sender's store buffer
+//	  P1 unlock the unlocking release store becomes visible to the other
+//	            threads: the message is published and the lock free. A step
+//	            of its own, taken at any time after P1 (the sender's loads,
+//	            P2, P3, P4 load, DF, DA, D2, may come first), but before the
+//	            sender's next locked instruction (P4 CAS, D1, R serve), which
+//	            drains the store buffer (x86-TSO; elsewhere the store is
+//	            sequentially consistent, a case of this one)
 //	  P2        notify: e.sleepers.Load() == 0: return
 //	  P3        notify: e.workers[mb.owner.Load()]
 //	  P4 load   wake: w.state.Load() == workerParked, else return
@@ -59,7 +72,8 @@ package executor
 //	  then, as the worker resolves the slot at the end of its visit, either
 //	  R serve   afterVisit: gulp, process and release the mailbox (one
 //	            step: the processing bit is not modelled), consuming every
-//	            message published so far
+//	            message published so far; the gulp takes the lock, so it
+//	            waits for any sender holding it
 //	  or        afterVisit or park (flushHandoff, wakeOwner): P2, P3, P4 as
 //	            a sender, without handing off again
 //	deferring sender: a send from outside the system while no processor is
@@ -78,7 +92,8 @@ package executor
 //	  V swap    o.deferred.Swap(false); if it was not set, next o
 //	  V dec     e.deferred.Add(-1)
 //	  V load    o.state.Load() == workerParked, else next o
-//	  V serve   visit o's mailbox (one step, like R serve)
+//	  V serve   visit o's mailbox (one step, like R serve), its word read
+//	            settled (disabled while a sender holds the lock)
 //
 // A depth-first search over which thread takes the next step visits every
 // interleaving. The search is stateful, like the swap model's: a state (the
@@ -301,6 +316,12 @@ const (
 	// brokenS3IgnoresDeferred: the sleeper's S3 does not load the count of
 	// deferred flags.
 	brokenS3IgnoresDeferred
+	// brokenS3Unsettled: S3 reads a mailbox whose lock a sender holds as
+	// empty, instead of waiting for the unlocking store.
+	brokenS3Unsettled
+	// brokenServeUnsettled: serving a deferred flag (V serve) reads a
+	// mailbox whose lock a sender holds as empty and skips it.
+	brokenServeUnsettled
 )
 
 var parkVariantNames = [...]string{
@@ -315,6 +336,8 @@ var parkVariantNames = [...]string{
 	brokenFutexFlagLate:      "inFutex cleared after the channel-phase check",
 	brokenDeferNoRecheck:     "deferring sender without the D2 re-check",
 	brokenS3IgnoresDeferred:  "S3 ignores deferred flags",
+	brokenS3Unsettled:        "S3 reads a held lock as an empty mailbox",
+	brokenServeUnsettled:     "serving a deferred flag reads a held lock as an empty mailbox",
 }
 
 // pmViolation is a set of violated checks.
@@ -411,6 +434,8 @@ type pmState struct {
 	dcount   int8              // Executor.deferred
 	serving  [pmWorkers]bool   // sleeper w left at S3 for a deferred flag: it serves after leaving
 	vo       [pmWorkers]int8   // the worker sleeper w's serving looks at next
+	locked   [pmWorkers]bool   // mailbox w's lock is held (a sender's P1, until its P1 unlock)
+	pending  [pmThreads]bool   // sender t's unlocking store is not visible yet
 }
 
 // parkModel runs one scenario under one variant of the protocol.
@@ -446,17 +471,46 @@ func (m *parkModel) initial() pmState {
 // enabled reports whether thread t can take a step: it has not finished and
 // is not blocked in Wait without a token.
 func (m *parkModel) enabled(s *pmState, t int) bool {
+	if t >= m.sc.threads() {
+		return s.pending[m.flusher(t)] // P1 unlock
+	}
 	switch s.pc[t] {
 	case pcDone:
 		return false
 	case pcS4Asleep:
 		return s.token[t]
+	case pcS3Load:
+		return !s.locked[t] || m.v == brokenS3Unsettled
+	case pcVServe:
+		return !s.locked[s.vo[t]] || m.v == brokenServeUnsettled
+	case pcP1:
+		return !s.locked[m.sc.senders[t-m.sc.sleepers]]
+	case pcP4CAS, pcD1Swap, pcD1Add:
+		return !s.pending[t]
+	case pcRServe:
+		return !s.pending[t] && !s.locked[m.sc.senders[t-m.sc.sleepers]]
 	}
 	return true
 }
 
+// steppers is the number of step sources: the threads, then one store
+// buffer per sender (its P1 unlock).
+func (m *parkModel) steppers() int { return m.sc.threads() + len(m.sc.senders) }
+
+// flusher returns the sender thread whose store buffer is step source t
+// (t >= threads).
+func (m *parkModel) flusher(t int) int { return t - len(m.sc.senders) }
+
 // step performs thread t's next step on s and returns its name.
 func (m *parkModel) step(s *pmState, t int) string {
+	if t >= m.sc.threads() {
+		u := m.flusher(t)
+		mb := m.sc.senders[u-m.sc.sleepers]
+		s.pending[u] = false
+		s.work[mb] = true // the envelope, published
+		s.locked[mb] = false
+		return "P1 unlock: the release store becomes visible"
+	}
 	if t < m.sc.sleepers {
 		return m.sleeperStep(s, t)
 	}
@@ -632,6 +686,9 @@ func (m *parkModel) sleeperStep(s *pmState, w int) string {
 		*pc = pcVServe
 		return "V o.state.Load() == workerParked"
 	case pcVServe:
+		if s.locked[s.vo[w]] { // brokenServeUnsettled only (else disabled)
+			return m.nextServe(s, w, "V o's mailbox locked: read as empty (broken)")
+		}
 		s.work[s.vo[w]] = false // visit: gulp, process, release
 		return m.nextServe(s, w, "V visit serves o's mailbox")
 	}
@@ -690,7 +747,8 @@ func (m *parkModel) senderStep(s *pmState, t int) string {
 	pc := &s.pc[t]
 	switch *pc {
 	case pcP1:
-		s.work[mb] = true // mb.push: the unlocking store publishes the message
+		s.locked[mb] = true // mb.push: lockFor's CAS
+		s.pending[t] = true // the envelope and the unlocking store, buffered
 		*pc = pcP2
 		if m.v == brokenCheckBeforePublish {
 			// The broken sender acts on the sleepers it loaded before.
@@ -700,7 +758,7 @@ func (m *parkModel) senderStep(s *pmState, t int) string {
 				*pc = pcDone
 			}
 		}
-		return "P1 mb.push publishes the message"
+		return "P1 mb.push: the lock's CAS"
 	case pcP2:
 		if m.v == brokenCheckBeforePublish {
 			s.early[t] = s.sleepers
@@ -962,9 +1020,9 @@ func exploreParkModel(sc parkScenario, v parkVariant, stateless bool) parkOutcom
 
 // maxParkSchedule bounds a schedule's length: each thread takes at most 13
 // steps in any variant (a sleeper: S1, S2, S3 load and dload, F1-F3, F3
-// asleep, F4, S4 wait, asleep, load, store; a deferring sender: P1-P4 load,
-// DF, DA, D1 swap and add, D2, P4 CAS, dec, wake), so a longer schedule
-// means a loop in the model.
+// asleep, F4, S4 wait, asleep, load, store; a deferring sender: P1, P1
+// unlock, P2-P4 load, DF, DA, D1 swap and add, D2, P4 CAS, dec, wake), so a
+// longer schedule means a loop in the model.
 const maxParkSchedule = 13 * pmThreads
 
 // explore checks s, then every schedule from s (each enabled thread's step in
@@ -980,7 +1038,7 @@ func (c *parkChecker) explore(s pmState) pmCount {
 	var cnt pmCount
 	end := true
 	if len(c.path) < maxParkSchedule {
-		for t := range m.sc.threads() {
+		for t := range m.steppers() {
 			if !m.enabled(&s, t) {
 				continue
 			}
@@ -1050,12 +1108,14 @@ func parkTrace(sc parkScenario, v parkVariant, sched []uint8) string {
 	var b strings.Builder
 	for _, t := range sched {
 		who := fmt.Sprintf("sleeper w%d", t)
-		if i := int(t) - sc.sleepers; i >= 0 {
+		if i := int(t) - sc.sleepers; i >= len(sc.senders) {
+			who = fmt.Sprintf("sender to w%d", sc.senders[i-len(sc.senders)])
+		} else if i >= 0 {
 			who = fmt.Sprintf("sender to w%d", sc.senders[i])
 		}
 		what := m.step(&s, int(t))
-		fmt.Fprintf(&b, "  %-12s %-64s sleepers=%d state=%v work=%v inFutex=%v\n",
-			who, what, s.sleepers, stateNames(s.state[:sc.sleepers]), s.work[:sc.sleepers], s.inFutex[:sc.sleepers])
+		fmt.Fprintf(&b, "  %-12s %-64s sleepers=%d state=%v work=%v locked=%v inFutex=%v\n",
+			who, what, s.sleepers, stateNames(s.state[:sc.sleepers]), s.work[:sc.sleepers], s.locked[:sc.sleepers], s.inFutex[:sc.sleepers])
 	}
 	for w := range sc.sleepers {
 		if s.pc[w] != pcDone {
@@ -1183,7 +1243,7 @@ func TestParkModelStateless(t *testing.T) {
 	fx := parkScenarioNamed("1 sleeper in the futex phase, 1 sender")
 	cases = append(cases, run{fx, parkReal}, run{fx, brokenFutexFlagLate})
 	if !testing.Short() {
-		// About a million schedules: a second under -race.
+		// About 19 million schedules: 2 seconds, 20 under -race.
 		cases = append(cases, run{parkScenarios[1], parkReal})
 	}
 	for _, c := range cases {
@@ -1234,11 +1294,17 @@ func TestParkModelCatchesBrokenProtocols(t *testing.T) {
 		{brokenDeferNoRecheck, vLostWakeup},
 		// The last worker to park misses the flag set before its S1.
 		{brokenS3IgnoresDeferred, vLostWakeup},
+		// P2 read sleepers before the sleeper's S1 (the unlocking store
+		// still buffered), and S3 read the held lock as nothing.
+		{brokenS3Unsettled, vLostWakeup},
+		// A sender found the flag set before its unlocking store was
+		// visible, and the worker serving the flag skipped the held lock.
+		{brokenServeUnsettled, vLostWakeup},
 	} {
 		name := parkVariantNames[b.v]
 		// The deferral's variants run the scenarios with a deferring
 		// sender, the others those without.
-		deferral := b.v == brokenDeferNoRecheck || b.v == brokenS3IgnoresDeferred
+		deferral := b.v == brokenDeferNoRecheck || b.v == brokenS3IgnoresDeferred || b.v == brokenServeUnsettled
 		t.Run(name, func(t *testing.T) {
 			var found pmViolation
 			caught, ran := 0, 0

@@ -226,11 +226,13 @@ func (w *worker) waiting(n int) bool {
 
 // hasWork reports whether an owned mailbox holds envelopes and is not being
 // processed elsewhere (a mailbox being processed elsewhere is handed back
-// with a wake-up by its releaser, see processCurrent).
+// with a wake-up by its releaser, see processCurrent). It is the parking
+// worker's re-check (S3 in park.go): a mailbox whose lock is held is read
+// once the holder has unlocked it (settled).
 func (w *worker) hasWork() bool {
 	for i := w.lo; i < w.hi; i++ {
 		if mb := w.e.slots[i].Load(); mb != nil {
-			if word := mb.word.Load(); wordLen(word) > 0 && word&wordProcessing == 0 {
+			if word := mb.settled(); wordLen(word) > 0 && word&wordProcessing == 0 {
 				return true
 			}
 		}

@@ -372,8 +372,9 @@ func (w *worker) trySteal(i int, victimStuck bool) bool {
 	}
 	// The mailbox we gave the victim may hold messages: if the victim
 	// sleeps, wake it (the sender's half of the protocol in park.go; the
-	// swap published the mailbox).
-	if w.given.queued() > 0 && e.sleepers.Load() != 0 {
+	// swap published the mailbox). Settled: a push whose lock is held now
+	// may have read the owner before the swap (see park.go, P1).
+	if wordLen(w.given.settled()) > 0 && e.sleepers.Load() != 0 {
 		vw.wake()
 	}
 	w.given = nil

@@ -84,7 +84,7 @@ func TestBatchWaitOnlyForFloodsFromOutside(t *testing.T) {
 		return Nodelete
 	}
 	waits := uint64(0)
-	for try := 0; try < 10 && waits == 0; try++ {
+	for try := 0; try < 30 && waits == 0; try++ {
 		e, err := Start(Config{Workers: 2, Queues: 2})
 		require.NoError(t, err)
 		got = 0

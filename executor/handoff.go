@@ -179,8 +179,8 @@ func (w *worker) flushHandoff() {
 }
 
 // wakeOwner is P2-P4 of the wake-up protocol for mb, made on behalf of the
-// sender that handed it off: the unlocking store of its push (P1) came
-// before, in this goroutine.
+// sender that handed it off: its push (P1: the lock's CAS and the
+// unlocking store) came before, in this goroutine.
 func (w *worker) wakeOwner(mb *mailbox) {
 	e := w.e
 	if e.sleepers.Load() == 0 { // P2

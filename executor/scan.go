@@ -148,7 +148,8 @@ func (w *worker) processCurrent() {
 			// Messages arrived while we held the mailbox, but it is not
 			// ours to re-take: if its owner (a thief took it) sleeps,
 			// wake it. This is the sender's half of the wake-up protocol
-			// (see park.go): the release's unlocking store published them.
+			// (see park.go): the release's lock and unlocking store (P1)
+			// published them.
 			if left > 0 && e.sleepers.Load() != 0 {
 				if o := e.workers[mb.owner.Load()]; o != w {
 					o.wake()

@@ -6,6 +6,7 @@ package executor
 import (
 	"context"
 	"math"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"sync/atomic"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/actord/actord/internal/copyq"
 	"github.com/actord/actord/internal/event"
+	"github.com/actord/actord/internal/goid"
 	"github.com/actord/actord/stealing"
 )
 
@@ -578,4 +580,14 @@ func TestNoMessageLeftWhenAllPark(t *testing.T) {
 			require.NoError(t, e.Stop(context.Background()))
 		})
 	}
+}
+
+// Under ACTORD_GOID=portable (a CI step) the whole package runs without
+// goroutine identities, so that step tests the fallback paths. Reading the
+// variable here also makes the test cache tell that run from a plain one.
+func TestPortableFallbackInEffect(t *testing.T) {
+	if os.Getenv(goid.EnvVar) != goid.EnvPortable {
+		t.Skip(goid.EnvVar + " is not " + goid.EnvPortable)
+	}
+	require.False(t, goid.Supported, "%s=%s, yet goroutine identities are in use", goid.EnvVar, goid.EnvPortable)
 }

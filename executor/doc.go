@@ -21,10 +21,10 @@
 // A send builds an envelope (actor, behaviour function pointer, message) in
 // place at the end of the destination mailbox's copy queue, under the
 // mailbox's spin lock, taken with a CAS and released with a release store
-// (on amd64 a plain MOV: one locked instruction per send). The lock word
-// also carries the queue length, a "being processed" flag, a "closed" flag
-// and a gulp sequence, so that the checks other parties make without the
-// lock are single atomic loads.
+// (on amd64 a plain MOV, see internal/storerel: one locked instruction per
+// send). The lock word also carries the queue length, a "being processed"
+// flag, a "closed" flag and a gulp sequence, so that the checks other
+// parties make without the lock are single atomic loads.
 //
 // A worker cycles over its slots. For each non-empty mailbox that is not
 // being processed it gulps: under the lock it swaps the mailbox's buffer

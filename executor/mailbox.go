@@ -169,7 +169,9 @@ func (m *mailbox) unlock(w uint64) { storerel.Uint64(&m.word, w) }
 // reading a held lock as "empty", keeps them from missing the envelope it
 // publishes; reading it as "has work" would send a parking worker round
 // again at every push of a flooded mailbox it owns but another worker
-// processes. The holder's critical section is a few dozen instructions.
+// processes. The holder's critical section is a few dozen instructions,
+// except a push that grows the buffer, which copies the queue into the
+// larger array under the lock (gulpers wait for it the same way).
 func (m *mailbox) settled() uint64 {
 	var b spin.Backoff
 	for {

@@ -7,10 +7,11 @@
 // and costs as much as a compare-and-swap. Releasing a spin lock needs less:
 // the writes made inside the critical section must become visible no later
 // than the store that opens the lock (release ordering). Uint64 gives just
-// that. On amd64 built without the race detector it is one MOV, through an
-// assembly function the compiler cannot see into, so it neither reorders
-// memory operations across the call nor removes it: x86 processors keep
-// stores in program order (x86-TSO), which is release ordering. Elsewhere,
+// that. On amd64 built without the race detector it is a call to an
+// assembly function that makes one MOV, no locked instruction: the
+// compiler cannot see into the call, so it neither reorders memory
+// operations across it nor removes it, and x86 processors keep stores in
+// program order (x86-TSO), which is release ordering. Elsewhere,
 // and under the race detector (which must see the store as a
 // synchronising one), it is atomic.Uint64.Store.
 //

@@ -76,6 +76,14 @@ package executor
 //	            waits for any sender holding it
 //	  or        afterVisit or park (flushHandoff, wakeOwner): P2, P3, P4 as
 //	            a sender, without handing off again
+//	releaser: a worker other than the sleepers ends its visit of mailbox mb
+//	(processCurrent), whose envelopes arrived during the drain (their
+//	senders found the owner running): mb starts with a published message
+//	and processing set, which S3 (hasWork), V serve and R serve read as
+//	"its releaser's"
+//	  P1        mb.release: the CAS that takes the lock
+//	  P1 unlock the release store that clears processing becomes visible
+//	  P2-P4     as a sender (processCurrent: left > 0, sleepers, owner, wake)
 //	deferring sender: a send from outside the system while no processor is
 //	free for the owner (defer.go), which at P4 may leave the wake-up to an
 //	awake worker:
@@ -147,8 +155,10 @@ package executor
 // Counts of schedules past 2^64 (some broken variants' scenarios) are
 // reported as such.
 //
-// Not modelled: the processing bit (a handoff's serve is one step, so a
-// sleeper never sees the mailbox being processed), park timeouts (with
+// Not modelled: the processing bit of a worker's own visits (a handoff's
+// serve is one step, so a sleeper never sees the mailbox being processed
+// by it; a releaser's mailbox is being processed by a worker outside the
+// model until the releaser's unlock), park timeouts (with
 // stealing on they only add wake-ups), the shutdown flag (read at S3 like a
 // message), a mailbox's owner changing under a sender (a thief that takes a
 // mailbox scans it itself, see park.go), spurious returns from WaitChan (the
@@ -384,10 +394,11 @@ func (v pmViolation) String() string {
 
 // Handoff modes of a sender (parkScenario.handoff).
 const (
-	hoNone  uint8 = iota // a plain sender (from outside the system, or a busy worker)
-	hoServe              // a handoff sender that resolves its slot by serving the mailbox
-	hoWake               // a handoff sender that resolves its slot by waking the owner
-	hoDefer              // a sender from outside while no processor is free for the owner (defer.go)
+	hoNone    uint8 = iota // a plain sender (from outside the system, or a busy worker)
+	hoServe                // a handoff sender that resolves its slot by serving the mailbox
+	hoWake                 // a handoff sender that resolves its slot by waking the owner
+	hoDefer                // a sender from outside while no processor is free for the owner (defer.go)
+	hoRelease              // a releaser: another worker ends its visit of the mailbox, which envelopes reached meanwhile (processCurrent)
 )
 
 // parkScenario is a set of sleepers and senders run concurrently.
@@ -435,6 +446,7 @@ type pmState struct {
 	serving  [pmWorkers]bool   // sleeper w left at S3 for a deferred flag: it serves after leaving
 	vo       [pmWorkers]int8   // the worker sleeper w's serving looks at next
 	locked   [pmWorkers]bool   // mailbox w's lock is held (a sender's P1, until its P1 unlock)
+	busy     [pmWorkers]bool   // mailbox w is being processed by a worker other than the sleepers (a releaser's, until its P1 unlock)
 	pending  [pmThreads]bool   // sender t's unlocking store is not visible yet
 }
 
@@ -464,6 +476,13 @@ func (m *parkModel) initial() pmState {
 	}
 	for t := m.sc.threads(); t < pmThreads; t++ {
 		s.pc[t] = pcDone
+	}
+	for i, mb := range m.sc.senders {
+		if m.sc.mode(i) == hoRelease {
+			// Envelopes arrived while another worker processed the
+			// mailbox; their senders found its owner running.
+			s.busy[mb], s.work[mb] = true, true
+		}
 	}
 	return s
 }
@@ -507,8 +526,12 @@ func (m *parkModel) step(s *pmState, t int) string {
 		u := m.flusher(t)
 		mb := m.sc.senders[u-m.sc.sleepers]
 		s.pending[u] = false
-		s.work[mb] = true // the envelope, published
 		s.locked[mb] = false
+		if m.sc.mode(u-m.sc.sleepers) == hoRelease {
+			s.busy[mb] = false // release: wordProcessing cleared, the envelopes left queued
+			return "P1 unlock: the release store (processing cleared) becomes visible"
+		}
+		s.work[mb] = true // the envelope, published
 		return "P1 unlock: the release store becomes visible"
 	}
 	if t < m.sc.sleepers {
@@ -539,7 +562,7 @@ func (m *parkModel) sleeperStep(s *pmState, w int) string {
 		}
 		return "S2 w.state.Store(workerParked)"
 	case pcS3Load:
-		if s.work[w] { // w.hasWork()
+		if s.work[w] && !s.busy[w] { // w.hasWork(): a mailbox being processed elsewhere is its releaser's
 			s.how[w] = howS3Won // for now: the CAS decides
 			*pc = pcS3CAS
 			if m.v == brokenS3ByStore {
@@ -689,6 +712,9 @@ func (m *parkModel) sleeperStep(s *pmState, w int) string {
 		if s.locked[s.vo[w]] { // brokenServeUnsettled only (else disabled)
 			return m.nextServe(s, w, "V o's mailbox locked: read as empty (broken)")
 		}
+		if s.busy[s.vo[w]] {
+			return m.nextServe(s, w, "V o's mailbox being processed: its releaser's")
+		}
 		s.work[s.vo[w]] = false // visit: gulp, process, release
 		return m.nextServe(s, w, "V visit serves o's mailbox")
 	}
@@ -747,7 +773,7 @@ func (m *parkModel) senderStep(s *pmState, t int) string {
 	pc := &s.pc[t]
 	switch *pc {
 	case pcP1:
-		s.locked[mb] = true // mb.push: lockFor's CAS
+		s.locked[mb] = true // mb.push (mb.release for a releaser): lockFor's CAS
 		s.pending[t] = true // the envelope and the unlocking store, buffered
 		*pc = pcP2
 		if m.v == brokenCheckBeforePublish {
@@ -839,6 +865,11 @@ func (m *parkModel) senderStep(s *pmState, t int) string {
 		}
 		return "H e.handOff(mb): into the sender's handoff slot"
 	case pcRServe:
+		if s.busy[mb] { // the gulp misses: the releaser hands the envelopes back
+			s.how[t] = howServed
+			*pc = pcDone
+			return "R afterVisit: mb being processed elsewhere, the gulp misses"
+		}
 		s.work[mb] = false // afterVisit: mb.gulp, processCurrent, release
 		s.how[t] = howServed
 		*pc = pcDone
@@ -1160,6 +1191,13 @@ var parkScenarios = []parkScenario{
 	{name: "2 sleepers, 2 deferring senders to different sleepers", sleepers: 2, senders: []int{0, 1}, handoff: []uint8{hoDefer, hoDefer}},
 	{name: "2 sleepers, a deferring sender and a sender to the same sleeper", sleepers: 2, senders: []int{0, 0}, handoff: []uint8{hoDefer, hoNone}},
 	{name: "2 sleepers, one in the futex phase, 1 deferring sender to it", sleepers: 2, senders: []int{0}, handoff: []uint8{hoDefer}, futex: []bool{true, false}},
+	// A releaser: a worker ends its visit of a mailbox another worker owns
+	// (a helper, or the worker a thief took it from), with envelopes that
+	// arrived during the drain left queued (processCurrent).
+	{name: "1 sleeper, 1 releaser", sleepers: 1, senders: []int{0}, handoff: []uint8{hoRelease}},
+	{name: "1 sleeper in the futex phase, 1 releaser", sleepers: 1, senders: []int{0}, handoff: []uint8{hoRelease}, futex: []bool{true}},
+	{name: "2 sleepers, a releaser and a sender to the same sleeper", sleepers: 2, senders: []int{0, 0}, handoff: []uint8{hoRelease, hoNone}},
+	{name: "2 sleepers, a releaser and a deferring sender to the same sleeper", sleepers: 2, senders: []int{0, 0}, handoff: []uint8{hoRelease, hoDefer}},
 }
 
 // parkScenarioNamed returns the scenario of that name.

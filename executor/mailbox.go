@@ -14,8 +14,8 @@ import (
 // Lock-word layout. One 64-bit word carries a mailbox's spin lock, its flags
 // and its length, so that:
 //   - a push costs one CAS (lock) and one release store (unlock, which also
-//     publishes the new length): one locked instruction, as for any spin
-//     lock (see unlock);
+//     publishes the new length): on amd64 one locked instruction, as for
+//     any spin lock (see unlock);
 //   - the worker's "is it empty?" test, the thieves' "is it a candidate?"
 //     test and the senders' "is it closed?" test are single atomic loads,
 //     which on amd64 and arm64 are plain loads.

@@ -9,12 +9,34 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// answerAfterUnlock holds mb's lock, as a pusher between its CAS and its
+// unlock, while read runs in another goroutine: read must not answer
+// while the lock is held. The test then unlocks with one envelope more,
+// and returns read's answer.
+func answerAfterUnlock[T any](t *testing.T, mb *mailbox, what string, read func() T) T {
+	t.Helper()
+	held := mb.lock()
+	answer := make(chan T, 1)
+	go func() { answer <- read() }()
+	select {
+	case got := <-answer:
+		t.Fatalf("%s answered %v while the lock was held: it read the held word", what, got)
+	case <-time.After(20 * time.Millisecond):
+	}
+	mb.unlock(held + wordLenOne) // the pusher's unlocking store, one envelope
+	select {
+	case got := <-answer:
+		return got
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s still waits after the unlock", what)
+	}
+	panic("unreachable")
+}
+
 // The loads the wake-up protocol relies on wait for a held lock (see
 // mailbox.settled and park.go, P1): a pusher's CAS may be visible before
 // its unlocking store, so a parking worker's re-check (hasWork) that read
-// the held lock as an empty mailbox could sleep on a message. Here the
-// lock is held by the test, as a pusher between its CAS and its unlock:
-// hasWork must not answer until the unlock, and then see the envelope.
+// the held lock as an empty mailbox could sleep on a message.
 func TestProtocolReadsWaitForAHeldLock(t *testing.T) {
 	mb := &mailbox{}
 	x := &Executor{slots: make([]atomic.Pointer[mailbox], 1)}
@@ -22,37 +44,11 @@ func TestProtocolReadsWaitForAHeldLock(t *testing.T) {
 	w := &worker{e: x, lo: 0, hi: 1}
 	require.False(t, w.hasWork(), "an empty, unlocked mailbox")
 
-	held := mb.lock() // a pusher's CAS; its envelope and unlock to come
-	answer := make(chan bool, 1)
-	go func() { answer <- w.hasWork() }()
-	select {
-	case got := <-answer:
-		t.Fatalf("hasWork answered %v while the lock was held: it read the held word", got)
-	case <-time.After(20 * time.Millisecond):
-	}
-	mb.unlock(held + wordLenOne) // the pusher's unlocking store, one envelope
-	select {
-	case got := <-answer:
-		assert.True(t, got, "hasWork missed the envelope published by the unlock")
-	case <-time.After(10 * time.Second):
-		t.Fatal("hasWork still waits after the unlock")
-	}
+	assert.True(t, answerAfterUnlock(t, mb, "hasWork", w.hasWork),
+		"hasWork missed the envelope published by the unlock")
 
 	// settled itself, as serveDeferred and trySteal use it.
-	held = mb.lock()
-	words := make(chan uint64, 1)
-	go func() { words <- mb.settled() }()
-	select {
-	case got := <-words:
-		t.Fatalf("settled returned %#x while the lock was held", got)
-	case <-time.After(20 * time.Millisecond):
-	}
-	mb.unlock(held + wordLenOne)
-	select {
-	case got := <-words:
-		assert.Zero(t, got&wordLocked, "settled returned a locked word")
-		assert.Equal(t, 2, wordLen(got), "settled returned a word older than the unlock")
-	case <-time.After(10 * time.Second):
-		t.Fatal("settled still waits after the unlock")
-	}
+	got := answerAfterUnlock(t, mb, "settled", mb.settled)
+	assert.Zero(t, got&wordLocked, "settled returned a locked word")
+	assert.Equal(t, 2, wordLen(got), "settled returned a word older than the unlock")
 }

@@ -301,6 +301,20 @@ func TestWakeThiefNeedsAnIdleProcessor(t *testing.T) {
 	assert.EqualValues(t, 1, busy.st.StealWakeups)
 }
 
+// startWithIdleProcessor starts two workers on two processors whose
+// watcher looks only every second and whose thieves never take an aged
+// mailbox, with the runtime reporting one goroutine running (the sender
+// waits: a processor idle) until the test ends.
+func startWithIdleProcessor(t *testing.T) *Executor {
+	t.Helper()
+	twoProcs(t)
+	testHookRunning = func() uint64 { return 1 }
+	t.Cleanup(func() { testHookRunning = nil })
+	e, err := Start(Config{Workers: 2, Queues: 4, ParkTimeout: time.Second, ParkTimeoutMax: time.Second, StealAge: MaxStealAge})
+	require.NoError(t, err)
+	return e
+}
+
 // A helper whose pass runs long behaviours looks at the deferred flags
 // between two mailbox visits, not only at the end of its pass: a burst sent
 // from outside, after which the sender waits (a processor idle), wakes the
@@ -309,11 +323,7 @@ func TestWakeThiefNeedsAnIdleProcessor(t *testing.T) {
 // the watcher looks only every second, so the pass's end or the watcher
 // cannot be what serves the message sent meanwhile to worker 1's actor.
 func TestDeferredWakeupLookedAtDuringAPass(t *testing.T) {
-	twoProcs(t)
-	testHookRunning = func() uint64 { return 1 } // the sender waits: a processor idle
-	defer func() { testHookRunning = nil }()
-	e, err := Start(Config{Workers: 2, Queues: 4, ParkTimeout: time.Second, ParkTimeoutMax: time.Second, StealAge: MaxStealAge})
-	require.NoError(t, err)
+	e := startWithIdleProcessor(t)
 	started, release, block := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	first := blockingProbe(started, release)
 	second := &probe{fn: func(*probe) Allocation {
@@ -349,11 +359,7 @@ func TestDeferredWakeupLookedAtDuringAPass(t *testing.T) {
 // for 300 ms: the watcher looks only every second, and the end of the
 // batch comes only after those 300 ms.
 func TestDeferredWakeupLookedAtDuringABatch(t *testing.T) {
-	twoProcs(t)
-	testHookRunning = func() uint64 { return 1 } // the sender waits: a processor idle
-	defer func() { testHookRunning = nil }()
-	e, err := Start(Config{Workers: 2, Queues: 4, ParkTimeout: time.Second, ParkTimeoutMax: time.Second, StealAge: MaxStealAge})
-	require.NoError(t, err)
+	e := startWithIdleProcessor(t)
 	var got atomic.Int64
 	started, sent := make(chan struct{}), make(chan struct{})
 	timedOut := false

@@ -371,7 +371,8 @@ func (w *worker) park() {
 // behaviours always run on a thread locked to their worker, but after such
 // a sleep not necessarily the same one. A low rate is either
 //
-//   - a last sleep of threadSleep or more (and the first sleep), or
+//   - a last sleep of threadSleep or more (and the first sleep; a short
+//     sleep that followed no message does not count, see noteSleep), or
 //   - sleeps of threadSleepMid or more on average (a moving average with
 //     weight 1/4, each sleep counted up to sleepAvgCap) between awake
 //     periods that take their messages one at a time (fewer than two per
@@ -441,8 +442,18 @@ func (w *worker) lowRate() bool {
 // preceded it, for givesThread and spinDone: the worker spins briefly
 // after it if the sleeps before it averaged threadSleepMid or more. Called
 // by the worker's goroutine when it wakes.
+//
+// A short sleep after an awake period that took no message (the first
+// sleep, which waits for the first work, or a wake-up whose messages
+// another worker took) leaves sleptLong as it was: the interval between
+// the messages before and after it spans that awake period too, so the
+// sleep does not show that they come often. Without this a worker started
+// just before its first message would keep its thread for the sleep after
+// that message, at whatever rate the messages come.
 func (w *worker) noteSleep(parked time.Duration) {
-	w.sleptLong = parked >= threadSleep
+	if w.awakeGulps > 0 || parked >= threadSleep {
+		w.sleptLong = parked >= threadSleep
+	}
 	w.spinShort = w.sleepAvg >= threadSleepMid
 	w.sleepAvg += (min(parked, sleepAvgCap) - w.sleepAvg) / 4
 	if w.awakeGulps > 0 {

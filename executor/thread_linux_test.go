@@ -171,6 +171,13 @@ func TestGivesThreadPolicy(t *testing.T) {
 	}
 	w := newWorker()
 	assert.True(t, w.givesThread(), "first sleep")
+	period(w, 0, 0, 200*time.Microsecond) // the first sleep, ended by the first message soon after Start
+	assert.True(t, w.givesThread(), "a short sleep that followed no message says nothing of the rate")
+	period(w, 12, 12, 200*time.Microsecond)
+	assert.False(t, w.givesThread(), "a short sleep after messages")
+	period(w, 0, 0, 200*time.Microsecond) // woken for messages another worker took
+	assert.False(t, w.givesThread(), "a short sleep that followed no message leaves the rule as it was")
+	w = newWorker()
 	for range 20 {
 		period(w, 12, 12, 900*time.Microsecond) // a 12-stage chain at 1k msg/s
 	}

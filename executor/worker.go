@@ -104,7 +104,8 @@ type worker struct {
 	seenEpoch uint64      // last statsEpoch published
 	exitOK    bool        // the loop returned normally (not by runtime.Goexit)
 	// sleptLong is whether the worker's last sleep lasted threadSleep or
-	// more (true before the first). sleepAvg is a moving average of its
+	// more (true before the first; a short sleep after an awake period
+	// without messages leaves it as it was, see noteSleep). sleepAvg is a moving average of its
 	// sleeps (each counted up to sleepAvgCap), and gulpAvg one of the
 	// messages per gulp of its awake periods, in sixteenths; awakeGulps
 	// and awakeMsgs count the gulps and messages of the awake period

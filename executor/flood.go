@@ -39,14 +39,10 @@ import (
 
 const (
 	// floodLimit is the queue length (envelopes) at which an outside
-	// producer yields, and every multiple of it; a power of two. 2048
-	// envelopes are 80 KiB: the mailbox's buffer and the worker's stay in
-	// a core's second-level cache. The limit is per mailbox, so a producer
-	// feeding many mailboxes round-robin can leave each of them that long
-	// before it yields: the buffers it grows to hold such a backlog (and
-	// the garbage their growth leaves, which a small heap pays for in
-	// collections and write barriers on every push) scale with it.
-	floodLimit = 2048
+	// producer yields, and every multiple of it; a power of two. 4096
+	// envelopes are 160 KiB: the mailbox's buffer and the worker's stay in
+	// a core's second-level cache.
+	floodLimit = 4096
 	// floodWait bounds one yield: the longest an outside producer waits
 	// for a worker to gulp the mailbox it floods.
 	floodWait = time.Millisecond

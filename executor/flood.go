@@ -3,6 +3,8 @@ package executor
 import (
 	"runtime"
 	"time"
+
+	"github.com/actord/actord/internal/spin"
 )
 
 // Floods from outside the system.
@@ -46,7 +48,19 @@ const (
 	// floodWait bounds one yield: the longest an outside producer waits
 	// for a worker to gulp the mailbox it floods.
 	floodWait = time.Millisecond
+	// floodGosched is how many times a yield calls runtime.Gosched before
+	// it yields the thread's CPU instead (spin.OSYield; see floodYield).
+	floodGosched = 16
 )
+
+// The yield is runtime.Gosched at first, which hands the Go processor to
+// any goroutine waiting for one (on one processor, the woken worker) but
+// keeps the OS thread's CPU when none is. Past floodGosched calls the wait
+// yields the CPU itself (spin.OSYield): the worker's thread may be waiting
+// for that very CPU, when the process has more Go processors than CPUs to
+// run them (GOMAXPROCS above the CPUs it may use, or a CPU taken by the
+// host), and a producer that only called Gosched spun until the kernel
+// preempted it or floodWait passed, at every flood point.
 
 // floodYield is called by a sender (notify) whose push made mb a flood
 // point, w being the word it saw. Unless the caller is a worker, it yields
@@ -62,17 +76,31 @@ func floodYield(mb *mailbox, w uint64) {
 	seq := w & wordSeqMask
 	var start time.Time
 	for i := 0; ; i++ {
-		runtime.Gosched()
+		if i < floodGosched {
+			runtime.Gosched()
+		} else {
+			spin.OSYield()
+		}
 		now := mb.word.Load()
 		if now&wordSeqMask != seq || now&wordClosed != 0 {
+			if testHookFloodYield != nil {
+				testHookFloodYield(false)
+			}
 			return
 		}
 		if i&15 == 15 {
 			if start.IsZero() {
 				start = time.Now()
 			} else if time.Since(start) >= floodWait {
+				if testHookFloodYield != nil {
+					testHookFloodYield(true)
+				}
 				return
 			}
 		}
 	}
 }
+
+// testHookFloodYield, if set (by tests only, before the flood), is called
+// as a flood yield ends: timedOut says that floodWait passed first.
+var testHookFloodYield func(timedOut bool)

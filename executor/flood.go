@@ -48,19 +48,25 @@ const (
 	// floodWait bounds one yield: the longest an outside producer waits
 	// for a worker to gulp the mailbox it floods.
 	floodWait = time.Millisecond
-	// floodGosched is how many times a yield calls runtime.Gosched before
-	// it yields the thread's CPU instead (spin.OSYield; see floodYield).
+	// floodGosched is how many times a yield calls runtime.Gosched alone
+	// before it also yields the thread's CPU (spin.OSYield; see
+	// floodYield).
 	floodGosched = 16
 )
 
-// The yield is runtime.Gosched at first, which hands the Go processor to
-// any goroutine waiting for one (on one processor, the woken worker) but
-// keeps the OS thread's CPU when none is. Past floodGosched calls the wait
-// yields the CPU itself (spin.OSYield): the worker's thread may be waiting
-// for that very CPU, when the process has more Go processors than CPUs to
-// run them (GOMAXPROCS above the CPUs it may use, or a CPU taken by the
-// host), and a producer that only called Gosched spun until the kernel
-// preempted it or floodWait passed, at every flood point.
+// The yield is runtime.Gosched, which hands the Go processor to any
+// goroutine waiting for one (on one processor, the woken worker) but keeps
+// the OS thread's CPU when none is. With more than one processor, past
+// floodGosched calls each one is preceded by a yield of the CPU itself
+// (spin.OSYield): the worker's thread may be waiting for that very CPU,
+// when the process has more Go processors than CPUs to run them
+// (GOMAXPROCS above the CPUs it may use, or a CPU taken by the host), and
+// a producer that only called Gosched spun until the kernel preempted it
+// or floodWait passed, at every flood point. Gosched stays, so that a
+// goroutine waiting for this processor still gets it. With one processor
+// the worker runs on this thread (see "Giving the thread back" in
+// park.go): Gosched alone hands it over, and a yield of the CPU would only
+// hold the processor in a system call meanwhile.
 
 // floodYield is called by a sender (notify) whose push made mb a flood
 // point, w being the word it saw. Unless the caller is a worker, it yields
@@ -74,13 +80,13 @@ func floodYield(mb *mailbox, w uint64) {
 		return // the timer goroutine, holding the timers' mutex
 	}
 	seq := w & wordSeqMask
+	osYield := mb.exec != nil && mb.exec.procs > 1
 	var start time.Time
 	for i := 0; ; i++ {
-		if i < floodGosched {
-			runtime.Gosched()
-		} else {
+		if osYield && i >= floodGosched {
 			spin.OSYield()
 		}
+		runtime.Gosched()
 		now := mb.word.Load()
 		if now&wordSeqMask != seq || now&wordClosed != 0 {
 			if testHookFloodYield != nil {

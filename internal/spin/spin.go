@@ -1,4 +1,5 @@
-// Package spin provides the bounded backoff used while waiting for a spin lock.
+// Package spin provides the bounded backoff used while waiting for a spin
+// lock, and OSYield, for waits that may need another thread to get this CPU.
 //
 // Critical sections guarded by the executor's spin locks are a few dozen
 // instructions (append an envelope, swap two slices), so waiters spin first.

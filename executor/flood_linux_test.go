@@ -48,8 +48,10 @@ func TestFloodYieldGivesTheCPUToTheWorker(t *testing.T) {
 	// inherit the pinning, so all of them are restored).
 	var one unix.CPUSet
 	one.Set(cpu)
-	require.NoError(t, setThreadsAffinity(&one))
 	defer func() { require.NoError(t, setThreadsAffinity(&allowed)) }()
+	if err := setThreadsAffinity(&one); err != nil {
+		t.Skip("cannot pin threads here:", err)
+	}
 
 	e, err := Start(Config{Workers: 1})
 	require.NoError(t, err)

@@ -7,18 +7,7 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
-
-// CPUTime returns the process's user plus system CPU time so far.
-func CPUTime() time.Duration {
-	var ru unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // PeakRSS returns the process's peak resident set size so far, in bytes
 // (the high-water mark over the whole process lifetime), from VmHWM in

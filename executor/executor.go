@@ -72,6 +72,18 @@ type Executor struct {
 	_        cpu.CacheLinePad
 	spinning atomic.Int32
 	_        cpu.CacheLinePad
+	// deepQueues counts the mailboxes whose length has reached floodStep
+	// since their last gulp (flood.go). Incremented by the pusher whose
+	// push made the length exactly floodStep (in notify, after its
+	// unlock); decremented by whoever takes such a mailbox's envelopes
+	// (gulp, a re-take, close; after its unlock). Each fill of a mailbox
+	// has one such push and one such take, so the count is exact once
+	// both have happened; in between it may be off by the pushes and
+	// takes in flight (even below zero: a take may decrement before its
+	// push's increment). Read by outside senders at flood points as a
+	// hint only: it orders nothing.
+	deepQueues atomic.Int32
+	_          cpu.CacheLinePad
 	// futexSlots counts the workers that may still enter the futex phase
 	// of a park (see park and worker.initPark): a parking worker takes a
 	// slot with an add of -1 (a result below zero means none was free;

@@ -25,7 +25,7 @@ func TestMailboxLockWord(t *testing.T) {
 	m := &mailbox{buf: copyq.New[envelope](2)}
 	c := &Cell{}
 	for i := 0; i < 5; i++ {
-		require.True(t, m.push(c, nil, nil, 0, 0))
+		require.Positive(t, m.push(c, nil, nil, 0, 0))
 	}
 	assert.Equal(t, 5, m.queued())
 	assert.Equal(t, uint64(5), m.sentCount())
@@ -44,7 +44,7 @@ func TestMailboxLockWord(t *testing.T) {
 	assert.Zero(t, n)
 
 	// Pushes go on while it is processed; release can re-take them at once.
-	require.True(t, m.push(c, nil, nil, 0, 0))
+	require.Positive(t, m.push(c, nil, nil, 0, 0))
 	for batch.PopRef() != nil {
 	}
 	batch.Reset(2)
@@ -53,7 +53,7 @@ func TestMailboxLockWord(t *testing.T) {
 	assert.Zero(t, left)
 	assert.NotZero(t, m.word.Load()&wordProcessing, "re-taken: still processing")
 
-	require.True(t, m.push(c, nil, nil, 0, 0))
+	require.Positive(t, m.push(c, nil, nil, 0, 0))
 	for batch.PopRef() != nil {
 	}
 	batch.Reset(2)
@@ -63,7 +63,7 @@ func TestMailboxLockWord(t *testing.T) {
 	assert.Zero(t, m.word.Load()&wordProcessing, "released")
 
 	assert.Equal(t, 1, m.close())
-	assert.False(t, m.push(c, nil, nil, 0, 0), "closed mailboxes refuse pushes")
+	assert.Negative(t, m.push(c, nil, nil, 0, 0), "closed mailboxes refuse pushes")
 	assert.Zero(t, m.word.Load()&wordLocked)
 }
 

@@ -18,33 +18,54 @@ import (
 // queue keeps until it is reclaimed. A channel bounds the same flood by
 // blocking the producer when its buffer is full.
 //
-// actord does not block a sender, but a sender outside the system that
-// finds, after its push, that the mailbox holds a multiple of floodLimit
-// envelopes (at least floodLimit) yields its processor (runtime.Gosched)
-// until a worker has gulped the mailbox, the mailbox is closed, or
-// floodWait has passed, whichever comes first. On one processor the yield
-// hands the processor to the woken worker, which takes the whole backlog;
-// on more, the producer waits for the worker's current batch to end. The
-// wait is bounded, so a worker stuck in a long behaviour delays such a
-// producer by at most floodWait per floodLimit envelopes; the queue then
+// actord does not block a sender, but a sender outside the system whose
+// push made the mailbox's length a flood point yields its processor
+// (runtime.Gosched) until a worker has gulped the mailbox, the mailbox is
+// closed, or floodWait has passed, whichever comes first. On one processor
+// the yield hands the processor to the woken worker, which takes the whole
+// backlog; on more, the producer waits for the worker's current batch to
+// end. The wait is bounded, so a worker stuck in a long behaviour delays
+// such a producer by at most floodWait per flood point; the queue then
 // grows as before. Workers (behaviours) never wait here: a worker that
 // yields to a worker could deadlock, and a behaviour's sends must not
 // depend on other actors' progress.
 //
+// The flood points bound the executor's backlog, not one mailbox's: a
+// producer sending round-robin to many actors (one driver feeding a pool)
+// fills many mailboxes at once, and a bound of floodLimit envelopes each
+// let every one of their buffers grow to floodLimit (megabytes in all,
+// grown by doubling: garbage that slows every sender). So the executor
+// counts its deep mailboxes (deepQueues): those that have reached
+// floodStep envelopes since their last gulp. A mailbox's first flood point
+// of a fill is floodLimit divided by that count, rounded up to a multiple
+// of floodStep (at least floodStep), and every floodLimit envelopes after
+// it are flood points too. With one deep mailbox (a producer flooding one
+// actor) the points are the multiples of floodLimit; with d deep ones, the
+// first point comes at about floodLimit/d envelopes each, so that the deep
+// mailboxes hold about floodLimit envelopes together when their producer
+// first waits.
+//
 // The executor's timer goroutine never waits here either: it fires holding
 // the timers' mutex, which behaviours take to set timers.
 //
-// The check costs a send one load of the mailbox word it has just
-// published (normally still in its cache) and a comparison; the test for
-// "am I a worker?" (runningWorker) is made only at a flood point. It is a
-// policy, not a bound: several producers may each pass the check points.
+// The check costs a send a test of the length its push returned; at a
+// multiple of floodStep, a load of deepQueues (a line that changes only
+// when a mailbox turns deep or a deep one is gulped) and a division; the
+// test for "am I a worker?" (runningWorker) is made only at a flood point.
+// It is a policy, not a bound: several producers may each pass the check
+// points, and the count is a hint, read without ordering.
 
 const (
-	// floodLimit is the queue length (envelopes) at which an outside
-	// producer yields, and every multiple of it; a power of two. 4096
+	// floodLimit is the backlog (envelopes, in deep mailboxes together)
+	// at which an outside producer first yields, and the distance between
+	// one mailbox's later flood points; a power of two. 4096
 	// envelopes are 160 KiB: the mailbox's buffer and the worker's stay in
 	// a core's second-level cache.
 	floodLimit = 4096
+	// floodStep is the length (envelopes) at which a mailbox counts as
+	// deep, and the granularity of flood points; a power of two dividing
+	// floodLimit. 512 envelopes are 20 KiB.
+	floodStep = 512
 	// floodWait bounds one yield: the longest an outside producer waits
 	// for a worker to gulp the mailbox it floods.
 	floodWait = time.Millisecond
@@ -67,6 +88,20 @@ const (
 // the worker runs on this thread (see "Giving the thread back" in
 // park.go): Gosched alone hands it over, and a yield of the CPU would only
 // hold the processor in a system call meanwhile.
+
+// floodPoint reports whether a push that made a mailbox's length n is a
+// flood point, deep being the executor's count of deep mailboxes (see
+// above).
+func floodPoint(n int, deep int32) bool {
+	if n&(floodStep-1) != 0 || n < floodStep {
+		return false
+	}
+	first := floodLimit
+	if deep > 1 {
+		first = max((floodLimit/int(deep)+floodStep-1)&^(floodStep-1), floodStep)
+	}
+	return n >= first && (n-first)&(floodLimit-1) == 0
+}
 
 // floodYield is called by a sender (notify) whose push made mb a flood
 // point, w being the word it saw. Unless the caller is a worker, it yields

@@ -17,7 +17,7 @@ func TestFloodYieldEnds(t *testing.T) {
 		m := &mailbox{buf: copyq.New[envelope](floodLimit)}
 		c := &Cell{}
 		for i := 0; i < floodLimit; i++ {
-			require.True(t, m.push(c, nil, nil, 0, 0))
+			require.Positive(t, m.push(c, nil, nil, 0, 0))
 		}
 		done := make(chan struct{})
 		go func() {
@@ -58,6 +58,64 @@ func TestFloodFromOutsideIsBounded(t *testing.T) {
 	// machine, so leave room).
 	for i := range g.Buckets {
 		if BucketUpperBound(i) > 4*floodLimit {
+			assert.Zero(t, g.Buckets[i], "gulps larger than %v", BucketUpperBound(i-1))
+		}
+	}
+}
+
+// The flood points: the multiples of floodLimit with one deep mailbox;
+// with d deep ones, a first point at floodLimit/d rounded up to a
+// multiple of floodStep, then every floodLimit envelopes.
+func TestFloodPoints(t *testing.T) {
+	points := func(deep int32) (ps []int) {
+		for n := 1; n <= 3*floodLimit; n++ {
+			if floodPoint(n, deep) {
+				ps = append(ps, n)
+			}
+		}
+		return ps
+	}
+	ones := []int{floodLimit, 2 * floodLimit, 3 * floodLimit}
+	assert.Equal(t, ones, points(1))
+	assert.Equal(t, ones, points(0), "a count below one (in flight) counts as one")
+	assert.Equal(t, ones, points(-1))
+	assert.Equal(t, []int{floodLimit / 2, floodLimit/2 + floodLimit, floodLimit/2 + 2*floodLimit}, points(2))
+	three := (floodLimit/3 + floodStep - 1) &^ (floodStep - 1)
+	assert.Equal(t, []int{three, three + floodLimit, three + 2*floodLimit}, points(3))
+	for _, d := range []int32{floodLimit / floodStep, 60, 1 << 20} {
+		assert.Equal(t, []int{floodStep, floodStep + floodLimit, floodStep + 2*floodLimit}, points(d), "deep %d", d)
+	}
+}
+
+// A goroutine outside the system sending round-robin to many actors on as
+// many mailboxes (one worker, one processor) does not let each mailbox
+// grow to floodLimit: once many are deep, it yields at about
+// floodLimit/deep envelopes each, and the worker takes them in gulps of
+// about floodStep.
+func TestFloodOverManyMailboxesIsBounded(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	const actors, each = 64, 4 * floodLimit
+	e, err := Start(Config{Workers: 1, Queues: actors})
+	require.NoError(t, err)
+	ps := make([]*probe, actors)
+	for i := range ps {
+		ps[i] = finishingProbe(each, nil)
+		ps[i].spawn(t, e)
+	}
+	m := &probeMsg{}
+	for range each {
+		for _, p := range ps {
+			p.send(t, m)
+		}
+	}
+	require.NoError(t, e.Stop(context.Background()))
+	assert.Zero(t, e.deepQueues.Load(), "every deep mailbox was taken off the count")
+	g := e.Stats().Total().GulpSize
+	assert.Equal(t, uint64(actors*each), g.Sum)
+	// Nothing above 4*floodStep (room for waits that time out on a loaded
+	// machine); a bound of floodLimit per mailbox gives gulps of floodLimit.
+	for i := range g.Buckets {
+		if BucketUpperBound(i) > 4*floodStep {
 			assert.Zero(t, g.Buckets[i], "gulps larger than %v", BucketUpperBound(i-1))
 		}
 	}

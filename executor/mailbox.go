@@ -182,8 +182,9 @@ func (m *mailbox) settled() uint64 {
 	}
 }
 
-// push appends an envelope built in place from its fields. It fails only
-// when the mailbox is closed.
+// push appends an envelope built in place from its fields and returns the
+// mailbox's length after it. It fails only when the mailbox is closed, and
+// then returns -1.
 //
 // The lock is never held across an allocation: when the buffer is full, the
 // pusher sets wordGrowing, releases the lock, allocates the doubled array,
@@ -193,7 +194,7 @@ func (m *mailbox) settled() uint64 {
 // set wait for it to clear instead of allocating too; gulps go on. A pusher
 // preempted or assisting the garbage collector in the allocation thus never
 // keeps the worker spinning on the lock.
-func (m *mailbox) push(c *Cell, fn unsafe.Pointer, msg any, coff, want uint32) bool {
+func (m *mailbox) push(c *Cell, fn unsafe.Pointer, msg any, coff, want uint32) int {
 	w := m.lockFor(true)
 	for w&wordClosed == 0 && m.buf.Full() {
 		if w&wordGrowing != 0 {
@@ -221,7 +222,7 @@ func (m *mailbox) push(c *Cell, fn unsafe.Pointer, msg any, coff, want uint32) b
 	}
 	if w&wordClosed != 0 {
 		m.unlock(w)
-		return false
+		return -1
 	}
 	m.buf.Next().set(c, fn, msg, coff, want) // room was made: does not allocate
 	m.sent++
@@ -229,7 +230,7 @@ func (m *mailbox) push(c *Cell, fn unsafe.Pointer, msg any, coff, want uint32) b
 		m.pushG = goid.Unchecked()
 	}
 	m.unlock(w + wordLenOne)
-	return true
+	return wordLen(w) + 1
 }
 
 // testHookGrow, if set (by tests only, before any push), runs in push after
@@ -275,6 +276,7 @@ func (m *mailbox) gulp(into *copyq.Queue[envelope]) (n int, missed bool) {
 	}
 	m.buf, *into = *into, m.buf
 	m.unlock(gulped(w))
+	m.taken(n)
 	return n, false
 }
 
@@ -301,6 +303,7 @@ func (m *mailbox) release(into *copyq.Queue[envelope], regulp bool) (n, left int
 	if regulp && n > 0 {
 		m.buf, *into = *into, m.buf
 		m.unlock(gulped(w))
+		m.taken(n)
 		return n, 0, by
 	}
 	m.unlock(w &^ wordProcessing)
@@ -317,10 +320,20 @@ func (m *mailbox) close() int {
 	buf := m.buf
 	m.buf = copyq.Queue[envelope]{}
 	m.unlock(wordClosed)
+	m.taken(n)
 	for env := buf.PopRef(); env != nil; env = buf.PopRef() {
 		dropped(env.msg, ErrStopped) // requests: tell their requesters
 	}
 	return n
+}
+
+// taken is called after n envelopes were taken from m at once (a gulp, a
+// re-take, close): if that made m no longer deep, it takes m off the
+// executor's deep count (see Executor.deepQueues, flood.go).
+func (m *mailbox) taken(n int) {
+	if n >= floodStep && m.exec != nil {
+		m.exec.deepQueues.Add(-1) // paired with notify's +1
+	}
 }
 
 // queued returns the current length (a racy snapshot, for gauges).

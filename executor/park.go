@@ -664,10 +664,11 @@ func (w *worker) reclaimOwn() {
 }
 
 // notify is the sender's half of the wake-up protocol (P2-P4 above), called
-// after every push into mb (after the unlock that published it). When no
-// worker sleeps it is one atomic load. Then, after the wake-up, a sender
-// outside the system that floods mb yields (see flood.go).
-func (e *Executor) notify(mb *mailbox) {
+// after every push into mb (after the unlock that published it), n being
+// mb's length that the push made. When no worker sleeps it is one atomic
+// load. Then it counts mb deep if the push made it so, and a sender outside
+// the system whose push made a flood point yields (see flood.go).
+func (e *Executor) notify(mb *mailbox, n int) {
 	if e.sleepers.Load() != 0 { // P2
 		o := e.workers[mb.owner.Load()] // P3
 		if o.state.Load() == workerParked {
@@ -690,8 +691,18 @@ func (e *Executor) notify(mb *mailbox) {
 		}
 	}
 	// Flood points (see flood.go): one load of the word just published.
-	if w := mb.word.Load(); wordLen(w) >= floodLimit && wordLen(w)&(floodLimit-1) == 0 {
-		floodYield(mb, w)
+	// Flood points (see flood.go): a test of n, and at every floodStep
+	// envelopes a load of the deep count.
+	if n&(floodStep-1) == 0 {
+		var d int32
+		if n == floodStep {
+			d = e.deepQueues.Add(1) // paired with the gulp's -1 (mailbox.taken)
+		} else {
+			d = e.deepQueues.Load()
+		}
+		if floodPoint(n, d) {
+			floodYield(mb, mb.word.Load())
+		}
 	}
 }
 

@@ -152,10 +152,11 @@ func send(c *Cell, off, size uintptr, want uint32, fn unsafe.Pointer, msg any) e
 
 // pushTo pushes an envelope into mb and wakes its worker if needed.
 func pushTo(c *Cell, mb *mailbox, coff, st uint32, fn unsafe.Pointer, msg any) error {
-	if !mb.push(c, fn, msg, coff, st) {
+	n := mb.push(c, fn, msg, coff, st)
+	if n < 0 {
 		return ErrStopped
 	}
-	c.executor().notify(mb)
+	c.executor().notify(mb, n)
 	return nil
 }
 

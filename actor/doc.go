@@ -38,10 +38,12 @@
 // were sent. Send never waits for another actor and, once the queues have
 // grown to their working size, never allocates. Sends work from any
 // goroutine: from behaviours and from outside the system. A goroutine
-// outside the system that floods one queue faster than the workers drain
-// it yields its processor at every 4096 queued messages until a worker has
-// taken them (at most a millisecond each time), which keeps such a queue,
-// and memory, from growing without limit; behaviours never yield there.
+// outside the system that floods queues faster than the workers drain
+// them yields its processor until a worker has taken its queue's messages
+// (at most a millisecond each time): at every 4096 messages queued in one
+// queue, and sooner when several queues are backed up at once (about 4096
+// messages in all, at least 512 in its own). This keeps such queues, and
+// memory, from growing without limit; behaviours never yield there.
 //
 // # Systems
 //

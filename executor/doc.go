@@ -71,6 +71,12 @@
 // to gather (WorkerStats.BatchWaits; see batchwait.go). Refills by
 // behaviours never cause a wait.
 //
+// Such a goroutine also yields its processor at flood points, until a
+// worker has gulped the mailbox it pushed (at most 1 ms each time): every
+// 4,096 envelopes in one mailbox, and sooner when several mailboxes hold
+// 512 or more at once, so that their backlog together stays near 4,096
+// (see flood.go).
+//
 // Such a goroutine's send to an actor whose worker is parked wakes that
 // worker, unless no processor is free for it: when GOMAXPROCS (at Start)
 // is less than the awake workers plus two (the sender's processor and one

@@ -3,7 +3,10 @@ package executor
 import (
 	"context"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -119,4 +122,58 @@ func TestFloodOverManyMailboxesIsBounded(t *testing.T) {
 			assert.Zero(t, g.Buckets[i], "gulps larger than %v", BucketUpperBound(i-1))
 		}
 	}
+}
+
+// The deep-mailbox count returns to zero once every envelope has been
+// taken, however pushes from outside and from behaviours, gulps and
+// re-takes interleave: each fill that reaches floodStep is counted once
+// and taken off once.
+func TestDeepQueuesCountSettles(t *testing.T) {
+	e, err := Start(Config{Workers: 2, Queues: 8})
+	require.NoError(t, err)
+	const producers, actors, each = 4, 8, 8 * floodStep
+	var got atomic.Int64
+	sinks := make([]*probe, actors)
+	for i := range sinks {
+		sinks[i] = &probe{fn: func(*probe) Allocation { got.Add(1); return Nodelete }}
+		sinks[i].spawn(t, e)
+	}
+	// Half the messages go through a forwarder, whose behaviour pushes
+	// them into the sinks' mailboxes.
+	m := &probeMsg{}
+	fwds := make([]*probe, actors)
+	for i := range fwds {
+		to := sinks[(i+1)%actors]
+		fwds[i] = &probe{fn: func(*probe) Allocation {
+			if Send(&to.cell, to, m, probeBehaviour) != nil {
+				panic("executor test: forward failed")
+			}
+			return Nodelete
+		}}
+		fwds[i].spawn(t, e)
+	}
+	var wg sync.WaitGroup
+	for p := range producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range each {
+				to := sinks[(p+k)%actors]
+				if k%2 == 1 {
+					to = fwds[(p+k)%actors]
+				}
+				if Send(&to.cell, to, m, probeBehaviour) != nil {
+					panic("executor test: send failed")
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	require.Eventually(t, func() bool { return got.Load() == producers*each }, 10*time.Second, time.Millisecond)
+	assert.Zero(t, e.deepQueues.Load())
+	pill := NewPill(Finished)
+	for _, p := range append(sinks, fwds...) {
+		require.NoError(t, SendPill(&p.cell, p, pill))
+	}
+	require.NoError(t, e.Stop(context.Background()))
 }

@@ -690,7 +690,6 @@ func (e *Executor) notify(mb *mailbox, n int) {
 			o.next = mb
 		}
 	}
-	// Flood points (see flood.go): one load of the word just published.
 	// Flood points (see flood.go): a test of n, and at every floodStep
 	// envelopes a load of the deep count.
 	if n&(floodStep-1) == 0 {

@@ -91,6 +91,12 @@ func PaceSends(n int, rate float64, send func(i int)) (late int) {
 // Pipeline runs n messages at rate through stages actors and a collector on
 // sys, then stops it.
 func Pipeline(sys *actor.System, stages int, rate float64, n int) (PipelineResult, error) {
+	return pipelineWith(sys, stages, rate, n, func(send func(i int)) int { return PaceSends(n, rate, send) })
+}
+
+// pipelineWith is Pipeline with the generator's pacing given: pace calls
+// send(i) for i = 0..n-1 and returns the number of late sends.
+func pipelineWith(sys *actor.System, stages int, rate float64, n int, pace func(send func(i int)) int) (PipelineResult, error) {
 	chain := make([]pipeStage, stages+1)
 	col := &chain[stages]
 	col.lat = make([]time.Duration, n)
@@ -106,7 +112,7 @@ func Pipeline(sys *actor.System, stages int, rate float64, n int) (PipelineResul
 	cpu0 := CPUTime()
 	t0 := time.Now()
 	var sendErr error
-	late := PaceSends(n, rate, func(i int) {
+	late := pace(func(i int) {
 		m := &msgs[i]
 		m.seq = i
 		m.sent = time.Now()
@@ -131,6 +137,12 @@ func Pipeline(sys *actor.System, stages int, rate float64, n int) (PipelineResul
 // PipelineChan is Pipeline with one goroutine and one buffered channel per
 // stage and for the collector.
 func PipelineChan(stages int, rate float64, n int) PipelineResult {
+	return pipelineChanWith(stages, rate, n, func(send func(i int)) int { return PaceSends(n, rate, send) })
+}
+
+// pipelineChanWith is PipelineChan with the generator's pacing given (see
+// pipelineWith).
+func pipelineChanWith(stages int, rate float64, n int, pace func(send func(i int)) int) PipelineResult {
 	chans := make([]chan *pipeMsg, stages+1)
 	for i := range chans {
 		chans[i] = make(chan *pipeMsg, 1024)
@@ -154,7 +166,7 @@ func PipelineChan(stages int, rate float64, n int) PipelineResult {
 	msgs := make([]pipeMsg, n)
 	cpu0 := CPUTime()
 	t0 := time.Now()
-	late := PaceSends(n, rate, func(i int) {
+	late := pace(func(i int) {
 		m := &msgs[i]
 		m.seq = i
 		m.sent = time.Now()

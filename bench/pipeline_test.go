@@ -44,3 +44,48 @@ func reportPipeline(b *testing.B, r PipelineResult) {
 	b.ReportMetric(r.Achieved(), "msg/s")
 	b.ReportMetric(r.CPUPercent(), "cpu-%")
 }
+
+// BenchmarkPipelineIdle sends single messages through the 12-stage chain
+// (and the goroutine chain) with the process idle between them: the
+// generator sleeps 20 ms, sends one message, and sleeps 2 ms while it
+// travels, 60 times, so that every message finds every worker (and every
+// spare thread of the runtime) asleep, as the 10 msg/s pipeline does, at
+// three times as many messages per second of run. It reports the quartile,
+// median and 90th percentile of the end-to-end latency, which show whether
+// the latencies are bimodal (see BENCHMARKS.md, seventeenth round). b.N is
+// ignored beyond 1.
+func BenchmarkPipelineIdle(b *testing.B) {
+	const stages, n = 12, 60
+	pace := func(send func(i int)) int {
+		for i := 0; i < n; i++ {
+			time.Sleep(20 * time.Millisecond)
+			send(i)
+			time.Sleep(2 * time.Millisecond)
+		}
+		return 0
+	}
+	report := func(b *testing.B, r PipelineResult) {
+		us := func(d time.Duration) float64 { return float64(d) / 1e3 }
+		b.ReportMetric(us(Quantile(r.Latencies, 0.25)), "p25-us")
+		b.ReportMetric(us(Quantile(r.Latencies, 0.5)), "p50-us")
+		b.ReportMetric(us(Quantile(r.Latencies, 0.9)), "p90-us")
+	}
+	b.Run("system=actord", func(b *testing.B) {
+		var r PipelineResult
+		for i := 0; i < b.N; i++ {
+			sys := startSystem(b)
+			var err error
+			if r, err = pipelineWith(sys, stages, 1/0.022, n, pace); err != nil {
+				b.Fatal(err)
+			}
+		}
+		report(b, r)
+	})
+	b.Run("system=chan", func(b *testing.B) {
+		var r PipelineResult
+		for i := 0; i < b.N; i++ {
+			r = pipelineChanWith(stages, 1/0.022, n, pace)
+		}
+		report(b, r)
+	})
+}

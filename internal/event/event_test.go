@@ -3,6 +3,7 @@ package event
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -233,4 +234,70 @@ func pingPong(b *testing.B, k Kind, locked bool) {
 		}
 	}
 	<-done
+}
+
+// BenchmarkWakeAfterIdle measures one wake-up of a sleeper that has slept
+// for an idle period (20 ms, the whole process idle meanwhile), as the
+// first message after a pause wakes a parked worker: each op is one such
+// wake-up. It reports the medians of the waker's own cost (the time Wake
+// takes to return, which includes any thread the runtime wakes on its
+// behalf) and of the wake-to-run latency (from the call of Wake until the
+// sleeper's Wait has returned), in microseconds. With locked=true the
+// sleeper is locked to its OS thread, as a worker that keeps its thread
+// is. Run it with a small fixed count, e.g. -benchtime 50x: each op sleeps
+// 20 ms.
+func BenchmarkWakeAfterIdle(b *testing.B) {
+	for _, locked := range []bool{false, true} {
+		for _, k := range kinds() {
+			b.Run(fmt.Sprintf("kind=%v/locked=%v", k, locked), func(b *testing.B) { wakeAfterIdle(b, k, locked) })
+		}
+	}
+}
+
+func wakeAfterIdle(b *testing.B, k Kind, locked bool) {
+	const idle = 20 * time.Millisecond
+	var e Event
+	e.Init(k)
+	var s atomic.Uint32
+	s.Store(parked)
+	var ran atomic.Int64 // when the sleeper's Wait returned (time since base)
+	base := time.Now()
+	done := make(chan struct{})
+	go func() {
+		if locked {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+		}
+		for i := 0; i < b.N; i++ {
+			for s.Load() == parked {
+				e.Wait(&s, parked, 0)
+			}
+			ran.Store(int64(time.Since(base)))
+			s.Store(parked)
+		}
+		close(done)
+	}()
+	cost := make([]time.Duration, b.N)
+	lat := make([]time.Duration, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		time.Sleep(idle)
+		ran.Store(0)
+		t0 := time.Since(base)
+		s.Store(running)
+		e.Wake(&s)
+		cost[i] = time.Since(base) - t0
+		for ran.Load() == 0 {
+			runtime.Gosched()
+		}
+		lat[i] = time.Duration(ran.Load()) - t0
+	}
+	b.StopTimer()
+	<-done
+	median := func(d []time.Duration) float64 {
+		slices.Sort(d)
+		return float64(d[len(d)/2]) / 1e3
+	}
+	b.ReportMetric(median(cost), "wake-us")
+	b.ReportMetric(median(lat), "run-us")
 }

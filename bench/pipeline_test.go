@@ -49,8 +49,8 @@ func reportPipeline(b *testing.B, r PipelineResult) {
 // (and the goroutine chain) with the process idle between them: the
 // generator sleeps 20 ms, sends one message, and sleeps 2 ms while it
 // travels, 60 times, so that every message finds every worker (and every
-// spare thread of the runtime) asleep, as the 10 msg/s pipeline does, at
-// three times as many messages per second of run. It reports the quartile,
+// spare thread of the runtime) asleep, as the 10 msg/s pipeline does, but
+// at about 45 messages per second of run. It reports the quartile,
 // median and 90th percentile of the end-to-end latency, which show whether
 // the latencies are bimodal (see BENCHMARKS.md, seventeenth round). b.N is
 // ignored beyond 1.

@@ -108,8 +108,8 @@ func (e *Executor) deferWake(o *worker) bool {
 // the sender has stopped and left a processor idle for them. Batches of
 // short behaviours (a producer's flood) are left alone: there a moment
 // with fewer goroutines running is the producer between two time slices,
-// and a woken owner would take its processor (the ninth round's finding;
-// fork-join 1.76 times as slow when this rule applied to every batch).
+// and a woken owner would take its processor (docs/design.md, "Deferred
+// wake-ups looked at during long batches").
 // Called by the worker's goroutine, in drainBatch, every deferLookDelivs
 // deliveries while Executor.deferred is not 0 (so that short behaviours
 // do not pay a clock read each).

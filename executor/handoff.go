@@ -5,7 +5,7 @@ package executor
 // When a behaviour sends to a mailbox whose owner is parked, the sender's
 // half of the wake-up protocol (P4 in park.go) would wake the owner. Waking
 // a worker means waking its OS thread, which costs far more than the
-// message (BENCHMARKS.md, issue 12); and in a chain of messages
+// message; and in a chain of messages
 // between actors on different workers (a ping-pong, a token ring, a
 // pipeline at a low rate) every hop would pay it, each worker going back to
 // sleep before the next hop reaches it.

@@ -128,8 +128,8 @@ func (m *mailbox) lock() uint64 { return m.lockFor(false) }
 // worker taking the same mailbox, is about to release it. Gulps and
 // releases keep the short phase: there the holder is often a goroutine
 // outside the system flooding the mailbox, and the worker's yield is what
-// lets that producer's pushes gather into large gulps (BENCHMARKS.md,
-// "Sixth round"). The identity lookup is made only once the short phase
+// lets that producer's pushes gather into large gulps (docs/design.md,
+// "Idle workers"). The identity lookup is made only once the short phase
 // has passed, so an uncontended push never pays it.
 func (m *mailbox) lockFor(push bool) uint64 {
 	var b spin.Backoff

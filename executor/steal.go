@@ -89,7 +89,7 @@ const spareRecent = 10
 // machine most stuck episodes are a worker's thread off its CPU for a
 // millisecond or two, and a spare for each candidate taken during one left
 // one worker holding nearly all the mailboxes for the rest of the run
-// (BENCHMARKS.md, "Twelfth round"). So only the first candidate of an
+// (docs/design.md, "Stealing"). So only the first candidate of an
 // episode (a value of the victim's visit counter) gets a spare, and the
 // others are exchanged one for one, unless the victim's previous episode
 // began less than spareRecent steal ages before this one: a worker that
@@ -157,7 +157,7 @@ const stallServes = 8
 // messages waiting) to the thief one by one, in exchange for mailboxes of
 // the thief's, idle at that moment: the thief ended up with the busy ones,
 // and the victim, once running again, idle with nothing old enough to take
-// back (BENCHMARKS.md, "Twelfth round"). A victim that stalls often, whose
+// back (docs/design.md, "Stealing"). A victim that stalls often, whose
 // thread competes for a CPU all the time, is better left with fewer busy
 // mailboxes: once the thief has served stallServes of its candidates
 // within StealAge, it takes the next ones. Called by the thief's goroutine

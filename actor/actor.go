@@ -1,6 +1,8 @@
 package actor
 
 import (
+	"unsafe"
+
 	"github.com/actord/actord/executor"
 )
 
@@ -102,6 +104,7 @@ func Spawn[T any, A Ref[T]](sys *System, a A, opts ...SpawnOption) (A, error) {
 	if a == nil {
 		panic("actor: Spawn of a nil actor")
 	}
+	checkEmbedded("Spawn", a)
 	if sys == nil || sys.e == nil {
 		return a, ErrNotStarted
 	}
@@ -109,6 +112,14 @@ func Spawn[T any, A Ref[T]](sys *System, a A, opts ...SpawnOption) (A, error) {
 		return a, executor.Spawn(sys.e, a.actorCell(), a)
 	}
 	return a, spawnWith(sys, a, opts)
+}
+
+// checkEmbedded panics unless a's cell lies inside *a, which is the case
+// unless T embeds *Actor instead of Actor (fn names the caller).
+func checkEmbedded[T any, A Ref[T]](fn string, a A) {
+	if uintptr(unsafe.Pointer(a.actorCell()))-uintptr(unsafe.Pointer(a)) >= unsafe.Sizeof(*a) {
+		panic("actor: " + fn + ": the actor type embeds *actor.Actor; embed actor.Actor by value")
+	}
 }
 
 // spawnWith is Spawn with options, out of line so that Spawn without them

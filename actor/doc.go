@@ -206,8 +206,10 @@
 // how many actors were still alive (ErrActorsAlive); those actors count as
 // terminated afterwards and may be spawned into another system. Several
 // goroutines may call Stop: they all wait for the same stop and get its
-// result. Programmer errors such as a nil actor, or SetAllocation outside
-// the receiving behaviour, panic with a message starting with "actor:".
+// result. Programmer errors such as a nil actor or message, an actor type
+// that embeds *Actor, or SetAllocation outside the receiving behaviour,
+// panic with a message starting with "actor:" (from the methods of Port,
+// a type shared with package executor, "executor:").
 //
 // # Statistics
 //

@@ -28,6 +28,7 @@ func Bind[TA, TM any, A Ref[TA], M Msg[TM]](a A, behaviour func(A, M) Allocation
 	if a == nil || behaviour == nil {
 		panic("actor: Bind with a nil actor or behaviour")
 	}
+	checkEmbedded("Bind", a)
 	return executor.Bind(a.actorCell(), a, behaviour)
 }
 
@@ -69,6 +70,9 @@ type Reply[R any] = executor.Reply[R]
 // that comes after the asker gave up is counted (Stats.LateReplies) and
 // dropped.
 func Ask[TR, R any, Req executor.RequestPtr[TR, R]](ctx context.Context, to Port[Req], req Req) (R, error) {
+	if req == nil {
+		panic("actor: Ask with a nil request")
+	}
 	return executor.Ask(ctx, to, req)
 }
 
@@ -79,6 +83,9 @@ func Ask[TR, R any, Req executor.RequestPtr[TR, R]](ctx context.Context, to Port
 // context.DeadlineExceeded. A worker never blocks: this is how behaviours
 // ask. Errors: the send's errors, and then nothing arrives at replyTo.
 func AskAsync[TR, R any, Req executor.RequestPtr[TR, R]](to Port[Req], req Req, replyTo Port[*Reply[R]], timeout time.Duration) error {
+	if req == nil {
+		panic("actor: AskAsync with a nil request")
+	}
 	return executor.AskAsync(to, req, replyTo, timeout)
 }
 
@@ -101,6 +108,9 @@ func AskAsync[TR, R any, Req executor.RequestPtr[TR, R]](to Port[Req], req Req, 
 // has terminated when f returns, the result is dropped and counted
 // (Stats.LateReplies). Error: ErrNotSpawned for a zero port.
 func Go[R any](replyTo Port[*Reply[R]], f func() (R, error)) error {
+	if f == nil {
+		panic("actor: Go with a nil function")
+	}
 	return executor.Go(replyTo, f)
 }
 
@@ -115,6 +125,9 @@ func Go[R any](replyTo Port[*Reply[R]], f func() (R, error)) error {
 // AskAsync, goroutines that can wait use Ask. Errors: the send's; then f
 // is not called.
 func AskFunc[TR, R any, Req executor.RequestPtr[TR, R]](to Port[Req], req Req, timeout time.Duration, f func(R, error)) error {
+	if req == nil || f == nil {
+		panic("actor: AskFunc with a nil request or function")
+	}
 	return executor.AskFunc(to, req, timeout, f)
 }
 

@@ -580,3 +580,81 @@ func TestSendAndPillDoNotAllocate(t *testing.T) {
 	assert.Zero(t, sends, "allocations per Send")
 	assert.Zero(t, pills, "allocations per SendPill")
 }
+
+// --- Misuse that crashed the process or was accepted silently ------------
+
+type pointerEmbed struct {
+	*actor.Actor
+}
+
+func (*pointerEmbed) onNum(*num) actor.Allocation { return actor.Nodelete }
+
+// A nil message or request through a port, a timer, an ask or Go panics in
+// the caller with the package's prefix. Before the fix Port.Send, SendAfter
+// and SendEvery delivered the nil message, and a request behaviour that
+// then panicked crashed the process: the recovery path told the nil
+// request's requester it was dropped.
+func TestNilMessagesPanicAtTheCaller(t *testing.T) {
+	sys := start(t)
+	defer stop(t, sys)
+	a, _ := actor.Spawn(sys, &account{})
+	dep, err := actor.Bind(a, (*account).onDeposit)
+	require.NoError(t, err)
+	get, err := actor.Bind(a, (*account).onGet)
+	require.NoError(t, err)
+	reply, err := actor.Bind(&replySink{}, (*replySink).onReply)
+	require.ErrorIs(t, err, actor.ErrNotSpawned) // a zero reply port is enough below: the nil is checked first
+	ctx := context.Background()
+
+	assert.PanicsWithValue(t, "executor: Send with a nil message", func() { _ = dep.Send(nil) })
+	assert.PanicsWithValue(t, "executor: Send with a nil message", func() { _ = get.Send(nil) })
+	assert.PanicsWithValue(t, "executor: SendContext with a nil message", func() { _ = dep.SendContext(ctx, nil) })
+	assert.PanicsWithValue(t, "actor: SendAfter with a nil message", func() { _, _ = actor.SendAfter(dep, time.Hour, nil) })
+	assert.PanicsWithValue(t, "actor: SendAfter with a nil message", func() { _, _ = actor.SendAfter(dep, 0, nil) })
+	assert.PanicsWithValue(t, "actor: SendEvery with a nil message", func() { _, _ = actor.SendEvery(dep, time.Hour, nil) })
+	assert.PanicsWithValue(t, "actor: Ask with a nil request", func() { _, _ = actor.Ask(ctx, get, nil) })
+	assert.PanicsWithValue(t, "actor: AskAsync with a nil request", func() { _ = actor.AskAsync(get, nil, reply, 0) })
+	assert.PanicsWithValue(t, "actor: AskFunc with a nil request or function", func() { _ = actor.AskFunc(get, nil, 0, func(int, error) {}) })
+	assert.PanicsWithValue(t, "actor: AskFunc with a nil request or function", func() { _ = actor.AskFunc(get, &getBalance{}, 0, nil) })
+	assert.PanicsWithValue(t, "actor: Go with a nil function", func() { _ = actor.Go[int](reply, nil) })
+	assert.PanicsWithValue(t, "executor: SendAfter or SendEvery with a nil message", func() { _, _ = executor.SendAfter(dep, time.Hour, nil) })
+	assert.PanicsWithValue(t, "executor: Ask with a nil request", func() { _, _ = executor.Ask(ctx, get, nil) })
+	assert.PanicsWithValue(t, "executor: AskAsync or AskFunc with a nil request", func() { _ = executor.AskAsync(get, nil, reply, 0) })
+	assert.PanicsWithValue(t, "executor: Go with a nil function", func() { _ = executor.Go[int](reply, nil) })
+
+	// Nothing was delivered: the account still answers, with its balance.
+	bal, err := actor.Ask(ctx, get, &getBalance{})
+	require.NoError(t, err)
+	assert.Zero(t, bal)
+	require.NoError(t, actor.SendPill(a, actor.FinishedMsg))
+}
+
+type replySink struct{ actor.Actor }
+
+func (*replySink) onReply(*actor.Reply[int]) actor.Allocation { return actor.Nodelete }
+
+// An actor type that embeds *actor.Actor has its cell outside the actor:
+// Spawn and Bind refuse it with the actor package's message (before, the
+// engine's "executor:" message surfaced through the actor API).
+func TestPointerEmbeddedActorRefused(t *testing.T) {
+	sys := start(t)
+	defer stop(t, sys)
+	p := &pointerEmbed{Actor: &actor.Actor{}}
+	msg := "actor: Spawn: the actor type embeds *actor.Actor; embed actor.Actor by value"
+	assert.PanicsWithValue(t, msg, func() { _, _ = actor.Spawn(sys, p) })
+	assert.PanicsWithValue(t, msg, func() { _, _ = actor.Spawn(sys, p, actor.WithResume()) })
+	assert.PanicsWithValue(t, "actor: Bind: the actor type embeds *actor.Actor; embed actor.Actor by value",
+		func() { _, _ = actor.Bind(p, (*pointerEmbed).onNum) })
+}
+
+// Watch with a zero notify port reports ErrNotSpawned: before, it returned
+// nil and the notification was lost.
+func TestWatchWithZeroNotifyPort(t *testing.T) {
+	sys := start(t)
+	defer stop(t, sys)
+	a, _ := actor.Spawn(sys, &account{})
+	dep, err := actor.Bind(a, (*account).onDeposit)
+	require.NoError(t, err)
+	assert.ErrorIs(t, actor.Watch(dep, actor.Port[*actor.Terminated]{}), actor.ErrNotSpawned)
+	require.NoError(t, actor.SendPill(a, actor.FinishedMsg))
+}

@@ -111,7 +111,7 @@ type Stopper = executor.Stopper
 //	watchPort, _ := actor.Bind(boss, (*Boss).OnTerminated)
 //	actor.Watch(p, watchPort)
 //
-// Errors: ErrNotSpawned (a zero target).
+// Errors: ErrNotSpawned (a zero target, or a zero notify port).
 func Watch[M any](target Port[M], notify Port[*Terminated]) error {
 	return executor.Watch(target, notify)
 }

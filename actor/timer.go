@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/actord/actord/executor"
+	"github.com/actord/actord/internal/erased"
 )
 
 // Timer is a handle on a timer set by SendAfter or SendEvery; its Stop
@@ -40,6 +41,9 @@ var ErrBadPeriod = executor.ErrBadPeriod
 // Errors: ErrNotSpawned (a zero Port), ErrTerminated (the port's actor has
 // terminated), ErrStopped (its system has stopped or is stopping).
 func SendAfter[M any](p Port[M], d time.Duration, msg M) (Timer, error) {
+	if erased.Data(msg) == nil {
+		panic("actor: SendAfter with a nil message")
+	}
 	return executor.SendAfter(p, d, msg)
 }
 
@@ -62,5 +66,8 @@ func SendAfter[M any](p Port[M], d time.Duration, msg M) (Timer, error) {
 //
 // Errors: ErrBadPeriod (period <= 0), and those of SendAfter.
 func SendEvery[M any](p Port[M], period time.Duration, msg M) (Timer, error) {
+	if erased.Data(msg) == nil {
+		panic("actor: SendEvery with a nil message")
+	}
 	return executor.SendEvery(p, period, msg)
 }

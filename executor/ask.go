@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync/atomic"
 	"time"
+
+	"github.com/actord/actord/internal/erased"
 )
 
 // Request/reply.
@@ -86,7 +88,7 @@ func (a *Asked[R]) undelivered(err error) {
 // dropped tells a dropped message's requester, if it is a request, that it
 // will never be answered.
 func dropped(msg any, err error) {
-	if u, ok := msg.(undeliverable); ok {
+	if u, ok := msg.(undeliverable); ok && erased.Data(msg) != nil {
 		u.undelivered(err)
 	}
 }
@@ -168,6 +170,9 @@ const askSpins = 2000
 // per request.
 func Ask[TR, R any, Req RequestPtr[TR, R]](ctx context.Context, to Port[Req], req Req) (R, error) {
 	var zero R
+	if req == nil {
+		panic("executor: Ask with a nil request")
+	}
 	if to.cell == nil {
 		return zero, ErrNotSpawned
 	}
@@ -227,6 +232,9 @@ func AskAsync[TR, R any, Req RequestPtr[TR, R]](to Port[Req], req Req, replyTo P
 // askLater sends a request whose target t completes it later (AskAsync,
 // AskFunc), with an optional timeout.
 func askLater[TR, R any, Req RequestPtr[TR, R]](to Port[Req], req Req, t *askTarget[R], timeout time.Duration) error {
+	if req == nil {
+		panic("executor: AskAsync or AskFunc with a nil request")
+	}
 	if to.cell == nil {
 		return ErrNotSpawned
 	}

@@ -16,6 +16,9 @@ import (
 //
 // Error: ErrNotSpawned for a zero port (f is not run).
 func Go[R any](replyTo Port[*Reply[R]], f func() (R, error)) error {
+	if f == nil {
+		panic("executor: Go with a nil function")
+	}
 	if replyTo.cell == nil {
 		return ErrNotSpawned
 	}

@@ -591,3 +591,13 @@ func TestPortableFallbackInEffect(t *testing.T) {
 	}
 	require.False(t, goid.Supported, "%s=%s, yet goroutine identities are in use", goid.EnvVar, goid.EnvPortable)
 }
+
+// Telling a dropped message's requester must not dereference a nil request:
+// a nil message reached a behaviour's recovery path through entry points
+// that did not check for one, and the worker crashed the process there.
+func TestDroppedNilRequest(t *testing.T) {
+	type req struct{ Request[int] }
+	assert.NotPanics(t, func() { dropped((*req)(nil), ErrTerminated) })
+	r := &req{}
+	assert.NotPanics(t, func() { dropped(r, ErrTerminated) }, "a request nobody asked is not answered")
+}

@@ -126,6 +126,9 @@ func send(c *Cell, off, size uintptr, want uint32, fn unsafe.Pointer, msg any) e
 	if off >= size || off > math.MaxUint32 {
 		panic("executor: Send: the cell is not inside the actor")
 	}
+	if erased.Data(msg) == nil {
+		panic("executor: Send with a nil message")
+	}
 	coff := uint32(off)
 	st := c.state.Load()
 	if st&(cellKindMask|cellPlain) != cellAlive|cellPlain || (want != 0 && st != want) {

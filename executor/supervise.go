@@ -955,9 +955,10 @@ func (x *cellExt) finish(obj any, r Reason, err error) int {
 
 // Watch arranges for notify to receive one *Terminated when the
 // incarnation target is bound to terminates, for whatever reason, or at
-// once if it already has. Errors: ErrNotSpawned (a zero target).
+// once if it already has. Errors: ErrNotSpawned (a zero target, or a
+// zero notify port: nothing would receive the notification).
 func Watch[M any](target Port[M], notify Port[*Terminated]) error {
-	if target.cell == nil {
+	if target.cell == nil || notify.cell == nil {
 		return ErrNotSpawned
 	}
 	watch(target.cell, target.want, portWatcher{notify})
@@ -1123,6 +1124,9 @@ func (p Port[M]) SendContext(ctx context.Context, msg M) error {
 func sendCtx(ctx context.Context, c *Cell, off, size uintptr, want uint32, fn unsafe.Pointer, msg any) error {
 	if off >= size || off > math.MaxUint32 {
 		panic("executor: SendContext: the cell is not inside the actor")
+	}
+	if erased.Data(msg) == nil {
+		panic("executor: SendContext with a nil message")
 	}
 	st := c.state.Load()
 	if st&(cellKindMask|cellPlain) != cellAlive|cellPlain || (want != 0 && st != want) {

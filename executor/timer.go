@@ -10,6 +10,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/actord/actord/internal/erased"
 	"github.com/actord/actord/internal/event"
 	"github.com/actord/actord/internal/goid"
 )
@@ -280,6 +281,9 @@ func SendEvery[M any](p Port[M], period time.Duration, msg M) (Timer, error) {
 
 // schedule checks the port's incarnation and sets a message timer for it.
 func schedule(c *Cell, fn unsafe.Pointer, coff, want uint32, d, period time.Duration, msg any) (Timer, error) {
+	if erased.Data(msg) == nil {
+		panic("executor: SendAfter or SendEvery with a nil message")
+	}
 	if st := c.state.Load(); st|cellPlain != want {
 		if incOf(st) != incOf(want) {
 			return Timer{}, ErrTerminated // a later incarnation: the port's has ended

@@ -82,7 +82,7 @@ type Ref[T any] interface {
 // embeds Message. The type parameter is the struct type itself; it is inferred.
 type Msg[T any] = executor.MessagePtr[T]
 
-// Spawn makes a a live actor of sys and returns it. Create the actor value
+// Spawn makes a into a live actor of sys and returns it. Create the actor value
 // first (new, a composite literal, a pool); Spawn only enrols it: it is
 // placed on one of the system's queues, round-robin, for its whole life.
 //

@@ -59,9 +59,12 @@ func WithErrorHandler(f func(error)) Option {
 }
 
 // WithIdle tunes the idle protocol: a worker parks after spinPasses
-// consecutive passes over its queues without work, and a parked worker wakes
-// after parkTimeout at most to look for work to steal (negative: only when
-// woken). Zero values keep the defaults.
+// consecutive passes over its queues without work, and parkTimeout is the
+// first interval at which, while some worker is awake, the system looks for
+// a worker stuck in a long behaviour and wakes a parked one to steal its
+// waiting queues (it doubles while nothing is stuck; see
+// executor.Config.ParkTimeout; negative: parked workers are only woken by
+// work). Zero values keep the defaults.
 func WithIdle(spinPasses int, parkTimeout time.Duration) Option {
 	return option(func(c *executor.Config) {
 		if spinPasses != 0 {

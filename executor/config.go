@@ -69,7 +69,7 @@ const (
 	// processor and thread directly, as Go does for any goroutine, instead
 	// of two thread wake-ups; it locks the thread it runs on when it wakes.
 	ParkChannel ParkKind = ParkKind(event.KindChan)
-	// ParkTwoPhase sleeps in futex(2) for at most event.TwoPhaseFutex
+	// ParkTwoPhase sleeps in futex(2) for at most a bounded phase
 	// (50 µs), then on the channel (Linux only; elsewhere ParkChannel): a
 	// worker woken soon after it parked is woken by one system call, and
 	// one that sleeps longer gives its processor back. While every worker
@@ -177,15 +177,18 @@ type Config struct {
 	// without work (including steal attempts) after which a worker parks.
 	// 0 means DefaultSpinPasses.
 	SpinPasses int
-	// ParkTimeout is how often, while some worker is awake and some sleep,
-	// a sleeping worker is woken to look for work to steal: a backlog behind
-	// a behaviour that runs for a long time is found this way when every
-	// other worker sleeps (otherwise busy workers wake sleepers themselves
-	// when they see a backlog). One watcher goroutine per executor does the
-	// waking, one worker at a time; after each wake the interval doubles,
-	// up to ParkTimeoutMax. While every worker sleeps nobody is woken, so an
-	// idle system makes no wake-ups. 0 means DefaultParkTimeout; negative
-	// means never (sleeping workers are only woken by work).
+	// ParkTimeout is how often, while some worker is awake, the executor's
+	// watcher goroutine looks for a worker stuck inside one mailbox visit
+	// (a behaviour that runs for a long time, whose worker cannot wake a
+	// thief itself); when it finds one, it wakes one sleeping worker, which
+	// steals the stuck worker's waiting mailboxes once they have aged
+	// (busy workers that are not stuck wake sleepers themselves when they
+	// see a backlog). The interval doubles after each look that finds no
+	// stuck worker, up to ParkTimeoutMax, and starts over when a thief
+	// takes work or a worker wakes after all slept. While every worker
+	// sleeps nobody is woken, so an idle system makes no wake-ups. 0 means
+	// DefaultParkTimeout; negative means never (sleeping workers are only
+	// woken by work).
 	ParkTimeout time.Duration
 	// ParkTimeoutMax caps the doubling of the ParkTimeout interval. 0 means
 	// DefaultParkTimeoutMax (or ParkTimeout if that is larger).

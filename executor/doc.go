@@ -45,7 +45,8 @@
 // free for it; then it parks (by default up to 50 µs in a futex, if fewer
 // than GOMAXPROCS-1 workers are there and its recent sleeps did not all
 // outlast that phase, then on a channel; see Config.Park) until a sender,
-// a thief or Stop wakes it, or its park timeout passes. A worker that is
+// a thief, the watcher (when another worker is stuck in one long mailbox
+// visit, see Config.ParkTimeout) or Stop wakes it. A worker that is
 // not pinned and sleeps at a low rate (its previous sleep lasted 2 ms or
 // more, or its sleeps average 0.5 ms or more between single messages), or
 // that runs with a single processor (GOMAXPROCS 1), lets its OS thread go

@@ -111,7 +111,7 @@ type WorkerStats struct {
 
 	Parks            uint64        // times the worker went to sleep
 	WakeupsBySender  uint64        // sleeps ended by a sender (or thief, releaser, Stop)
-	WakeupsByTimeout uint64        // sleeps ended by the park timeout
+	WakeupsByTimeout uint64        // sleeps ended by the watcher (see Config.ParkTimeout)
 	ParkedTime       time.Duration // total time asleep
 	// ThreadReleases counts the sleeps during which the worker gave its OS
 	// thread back to the runtime (a low rate of messages, or a single

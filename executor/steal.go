@@ -21,9 +21,10 @@ import (
 //  2. A worker stuck in a long behaviour cannot run passes, so it cannot do
 //     (1). Its mailboxes are found by any worker that is awake (spinning
 //     thieves look every two idle passes), or, when all others sleep, by
-//     the park timeout: a parked worker wakes after Config.ParkTimeout
-//     (doubling while it keeps finding nothing, up to ParkTimeoutMax),
-//     spins, and steals what has aged.
+//     the watcher (park.go): it looks every Config.ParkTimeout (doubling
+//     while it finds nothing, up to ParkTimeoutMax) for an awake worker
+//     inside the same mailbox visit as at its previous look, and then
+//     wakes one sleeper, which spins and steals what has aged.
 //  3. Senders never wake a worker other than their mailbox's owner, and
 //     never for stealing: sending stays one load when nobody sleeps.
 //

@@ -4,8 +4,9 @@
 // snapshot (executor.Stats) when Prometheus scrapes, and at no other time:
 // the workers count with plain increments on their hot paths and publish
 // their counters only when a scrape asks (see executor.Executor.Stats), so
-// exporting costs the actor system nothing between scrapes. Only this package
-// and cmd/actord import client_golang; the core packages stay free of it.
+// exporting costs the actor system nothing between scrapes. The core
+// packages (actor, executor, stealing) do not import client_golang: only
+// this package, cmd/actord and the remote module's remotemetrics do.
 //
 // # Systems come and go, counters do not go back
 //

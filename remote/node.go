@@ -115,7 +115,7 @@ func WithProbeInterval(d time.Duration) Option {
 
 // WithPendingLimits sets the limits of the node's NATS subscription: frames
 // (NATS messages) and bytes received and not yet handed to the local ports
-// (defaults 512Ki frames, 256 MiB). Past them the NATS client drops frames
+// (defaults nats.DefaultSubPendingMsgsLimit frames, 256 MiB). Past them the NATS client drops frames
 // (a slow consumer), counted in Stats.Dropped. Negative: no limit.
 func WithPendingLimits(frames, bytes int) Option {
 	return func(c *config) { c.pendMsgs, c.pendBytes = frames, bytes }

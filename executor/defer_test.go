@@ -302,7 +302,8 @@ func TestWakeThiefNeedsAnIdleProcessor(t *testing.T) {
 }
 
 // startWithIdleProcessor starts two workers on two processors whose
-// watcher looks only every second and whose thieves never take an aged
+// watcher looks only every hour (never, during a test) and whose thieves
+// never take an aged
 // mailbox, with the runtime reporting one goroutine running (the sender
 // waits: a processor idle) until the test ends.
 func startWithIdleProcessor(t *testing.T) *Executor {
@@ -310,7 +311,7 @@ func startWithIdleProcessor(t *testing.T) *Executor {
 	twoProcs(t)
 	testHookRunning = func() uint64 { return 1 }
 	t.Cleanup(func() { testHookRunning = nil })
-	e, err := Start(Config{Workers: 2, Queues: 4, ParkTimeout: time.Second, ParkTimeoutMax: time.Second, StealAge: MaxStealAge})
+	e, err := Start(Config{Workers: 2, Queues: 4, ParkTimeout: time.Hour, ParkTimeoutMax: time.Hour, StealAge: MaxStealAge})
 	require.NoError(t, err)
 	return e
 }
@@ -320,8 +321,8 @@ func startWithIdleProcessor(t *testing.T) *Executor {
 // from outside, after which the sender waits (a processor idle), wakes the
 // parked owner after the helper's current visit. Worker 0 runs a behaviour
 // on mailbox 0 and then one on mailbox 1 that blocks until the test ends;
-// the watcher looks only every second, so the pass's end or the watcher
-// cannot be what serves the message sent meanwhile to worker 1's actor.
+// the watcher does not look, so neither the pass's end nor the watcher can
+// be what serves the message sent meanwhile to worker 1's actor.
 func TestDeferredWakeupLookedAtDuringAPass(t *testing.T) {
 	e := startWithIdleProcessor(t)
 	started, release, block := make(chan struct{}), make(chan struct{}), make(chan struct{})
@@ -342,7 +343,7 @@ func TestDeferredWakeupLookedAtDuringAPass(t *testing.T) {
 	sink.send(t, &probeMsg{})
 	assert.True(t, e.workers[1].deferred.Load(), "the send woke worker 1")
 	close(release) // worker 0 ends its visit of mailbox 0, then blocks in second's behaviour
-	require.Eventually(t, func() bool { return got.Load() == 1 }, 500*time.Millisecond, 100*time.Microsecond,
+	require.Eventually(t, func() bool { return got.Load() == 1 }, 10*time.Second, 100*time.Microsecond,
 		"the deferred message waited for the helper's pass to end")
 	close(block)
 	require.NoError(t, e.Stop(context.Background()))
@@ -356,8 +357,8 @@ func TestDeferredWakeupLookedAtDuringAPass(t *testing.T) {
 // for one actor: the first waits until the deferred message has been sent,
 // the next six compute for 40 µs each, and the last computes until the
 // deferred message has been delivered, which only worker 1 can then do, or
-// for 300 ms: the watcher looks only every second, and the end of the
-// batch comes only after those 300 ms.
+// for 10 s: the watcher does not look, and the end of the batch comes only
+// after those 10 s.
 func TestDeferredWakeupLookedAtDuringABatch(t *testing.T) {
 	e := startWithIdleProcessor(t)
 	var got atomic.Int64
@@ -380,7 +381,7 @@ func TestDeferredWakeupLookedAtDuringABatch(t *testing.T) {
 			deadline := time.Now().Add(40 * time.Microsecond)
 			compute(func() bool { return !time.Now().Before(deadline) }, time.Second)
 		default:
-			timedOut = !compute(func() bool { return got.Load() == 1 }, 300*time.Millisecond)
+			timedOut = !compute(func() bool { return got.Load() == 1 }, 10*time.Second)
 			return Finished
 		}
 		return Nodelete
@@ -398,7 +399,7 @@ func TestDeferredWakeupLookedAtDuringABatch(t *testing.T) {
 	sink.send(t, &probeMsg{})
 	assert.True(t, e.workers[1].deferred.Load(), "the send woke worker 1")
 	close(sent)
-	require.Eventually(t, func() bool { return got.Load() == 1 }, 5*time.Second, 100*time.Microsecond)
+	require.Eventually(t, func() bool { return got.Load() == 1 }, 20*time.Second, 100*time.Microsecond)
 	tasks2.send(t, &probeMsg{})
 	require.NoError(t, e.Stop(context.Background()))
 	assert.False(t, timedOut, "the deferred message waited for the helper's batch to end")

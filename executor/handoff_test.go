@@ -104,17 +104,20 @@ func TestHandoffWakesOwnerWhenOwnWorkWaits(t *testing.T) {
 	}
 	for _, ownWork := range []bool{true, false} {
 		// Mailboxes 0 and 1 are worker 0's, 2 and 3 worker 1's. Steals
-		// never age in time, so only the owner or the handoff runs b.
-		e, err := Start(Config{Workers: 2, Queues: 4, SpinPasses: 1, StealAge: MaxStealAge})
+		// never age in time, so only the owner or the handoff runs b; the
+		// watcher exists (handoffs need it) but never looks during the
+		// test, so it cannot wake worker 1 while worker 0's thread is
+		// descheduled with the message in its slot.
+		e, err := Start(Config{Workers: 2, Queues: 4, SpinPasses: 1, StealAge: MaxStealAge, ParkTimeout: time.Hour, ParkTimeoutMax: time.Hour})
 		require.NoError(t, err)
 		ranOn := make(chan int, 1)
 		b := &probe{fn: func(*probe) Allocation { ranOn <- e.current().id; return Finished }}
 		x := finishingProbe(1, nil)
 		a := &probe{fn: func(*probe) Allocation {
 			if ownWork {
-				require.NoError(t, Send(&x.cell, x, &probeMsg{}, probeBehaviour)) // a later slot of this worker
+				assert.NoError(t, Send(&x.cell, x, &probeMsg{}, probeBehaviour)) // a later slot of this worker
 			}
-			require.NoError(t, Send(&b.cell, b, &probeMsg{}, probeBehaviour)) // worker 1, parked: handed off
+			assert.NoError(t, Send(&b.cell, b, &probeMsg{}, probeBehaviour)) // worker 1, parked: handed off
 			return Finished
 		}}
 		a.spawn(t, e) // ticket 0: mailbox 0

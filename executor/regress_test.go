@@ -534,7 +534,7 @@ func waitAllParked(t *testing.T, e *Executor) {
 func TestNoMessageLeftWhenAllPark(t *testing.T) {
 	for _, park := range []ParkKind{ParkDefault, ParkChannel, ParkTwoPhase, ParkFutex} {
 		t.Run(park.String(), func(t *testing.T) {
-			e, err := Start(Config{Workers: 4, Queues: 8, SpinPasses: 1, Park: park, ParkTimeoutMax: 5 * time.Second})
+			e, err := Start(Config{Workers: 4, Queues: 8, SpinPasses: 1, Park: park, ParkTimeoutMax: time.Minute})
 			require.NoError(t, err)
 			var got atomic.Int64
 			actors := make([]*hopActor, 24)
@@ -558,11 +558,12 @@ func TestNoMessageLeftWhenAllPark(t *testing.T) {
 				// re-check (S3): one that is about to see a message still
 				// counts. A lost wake-up leaves the message undelivered for
 				// good (nothing runs; the watcher's reclaim, the only other
-				// waker, needs ParkTimeoutMax of idle).
+				// waker, needs ParkTimeoutMax of idle, far longer than the
+				// wait below).
 				if n := got.Load(); n != sent {
 					t.Logf("round %d: all counted as sleepers with %d of %d delivered", round, n, sent)
 				}
-				require.Eventually(t, func() bool { return got.Load() == sent }, 200*time.Millisecond, 20*time.Microsecond,
+				require.Eventually(t, func() bool { return got.Load() == sent }, 10*time.Second, 20*time.Microsecond,
 					"round %d: every worker parked with messages undelivered", round)
 				waitAllParked(t, e)
 				for _, mb := range append(e.mailboxes[:len(e.mailboxes):len(e.mailboxes)], e.spares...) {

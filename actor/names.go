@@ -195,6 +195,8 @@ var registries sync.Map // *executor.Executor -> *registry
 const minSweep = 64
 
 type registry struct {
+	// mu guards names, sweepAt and dropped: Register, Unregister and
+	// sweeps write under it, Lookup reads under its read lock.
 	mu      sync.RWMutex
 	names   map[string]entry
 	sweepAt int  // Register sweeps when len(names) reaches it

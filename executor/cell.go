@@ -94,8 +94,11 @@ func incOf(st uint32) uint32 { return st &^ (cellIncarnOne - 1) }
 // fields; the typed entry points (Spawn, Send) are the only way to use it.
 type Cell struct {
 	// state is the state word above. Written by Spawn (CAS to spawning,
-	// then store alive) and by the worker that terminates the actor (store
-	// ending, then dead); read by every sender and by the worker before each
+	// then store alive, or store back on ErrStopped), by Watch (a CAS that
+	// clears cellPlain while alive) and by the worker that terminates the
+	// actor (ending, then dead: swaps for plain actors, which report a
+	// concurrent Watch's CAS; a CAS from ending to dead after a hook
+	// panicked); read by every sender and by the worker before each
 	// delivery. A sender stamps the word it saw (alive, incarnation i) into
 	// the envelope, and delivery requires the word to be exactly that: an
 	// envelope sent to an earlier incarnation is a dead letter, even if the

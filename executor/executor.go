@@ -144,18 +144,28 @@ type Executor struct {
 	// by the watcher, which then looks at its shortest interval again.
 	watchReset atomic.Bool
 
-	epoch    time.Time   // monotonic reference for thieves' clocks
-	shutdown atomic.Bool // workers exit; set by Stop after the stop decision
+	epoch time.Time // monotonic reference for thieves' clocks
+	// shutdown makes the workers exit. Stored once, by Stop after the stop
+	// decision (or by a failed Start), and only then wakeAll runs: with
+	// park's S2 (state parked) before its S3 load of shutdown, a parking
+	// worker either sees it or is woken by wakeAll. Read by the workers
+	// before each pass and delivery and in park (S3), by the watcher and
+	// by timers.add.
+	shutdown atomic.Bool
 	forced   atomic.Bool // set by Stop, before shutdown, when its context ended with actors alive
 	// closed is set once every worker has exited after shutdown: no
 	// behaviour of this executor runs any more, so an actor still alive in
 	// it is terminated (Cell.Alive) and may be spawned elsewhere. Written
 	// by the last worker to exit; read by Cell.Alive and Spawn.
 	closed atomic.Bool
-	// exited counts worker goroutines that have exited after shutdown (the
-	// last one sets closed).
+	// exited counts worker goroutines that have exited; the one that
+	// brings it to the number of workers with shutdown set stores closed.
+	// Added to by each worker as it exits.
 	exited atomic.Int32
-	zero   chan struct{}
+	// zero (capacity 1) gets a token from actorGone when the count of live
+	// actors drops to 0; runStop waits on it and re-checks life with its
+	// CAS after each token, so a stale token is harmless.
+	zero chan struct{}
 
 	// statsEpoch is incremented by Stats to ask workers to publish their
 	// counters; each worker compares it with the last epoch it published
@@ -164,11 +174,17 @@ type Executor struct {
 
 	stop stopState // see stop.go
 
-	errMu     sync.Mutex
-	panics    []error // recorded *PanicError values, at most maxKeptPanics
-	panicsN   int     // total recorded, including those not kept
-	wg        sync.WaitGroup
-	undeliver atomic.Int64 // envelopes dropped by workers at a forced shutdown
+	// errMu guards panics and panicsN: appended to by recordPanic (any
+	// worker, or a goroutine reporting for one), read by Stop after the
+	// workers have exited.
+	errMu   sync.Mutex
+	panics  []error // recorded *PanicError values, at most maxKeptPanics
+	panicsN int     // total recorded, including those not kept
+	wg      sync.WaitGroup
+	// undeliver counts envelopes dropped by workers at a forced shutdown:
+	// added to by a worker dropping the rest of its batch (drainBatch,
+	// exit), read by Stop after waitWorkers.
+	undeliver atomic.Int64
 }
 
 const lifeStopped = 1 << 62

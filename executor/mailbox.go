@@ -57,9 +57,11 @@ type mailbox struct {
 	_ cpu.CacheLinePad
 	// word is the lock word above. The lock bit is taken with CAS and
 	// released with a release store of the complete new word (unlock);
-	// every change to buf, wordProcessing or wordClosed happens between
-	// the two, so the unlocking store is the single point that publishes
-	// them. Readers that do not hold the lock only ever load the word
+	// every change to buf and wordClosed, and every setting of
+	// wordProcessing, happens between the two, so the unlocking store
+	// publishes them. The one exception is release's fast path, which
+	// clears wordProcessing of an unlocked, empty word with one CAS: that
+	// CAS then publishes the batch's writes to the next locker. Readers that do not hold the lock only ever load the word
 	// (emptiness checks, candidate checks, queue-depth gauges); the value
 	// they see may be stale by the time they act, which the gulp
 	// (re-checked under the lock) tolerates. Readers whose answer the
@@ -71,8 +73,9 @@ type mailbox struct {
 	buf copyq.Queue[envelope]
 	// owner is the index of the worker whose slot range currently holds
 	// this mailbox: the worker to wake when a push finds it parked. Written
-	// at start and by a thief during each successful swap (for both
-	// mailboxes swapped, see stealHooks); read by pushers and releasers. It
+	// at start and by a thief's swap hooks while the mailbox is out of the
+	// slots (Giving and Taking; Ungiving undoes Giving when the swap fails,
+	// see stealHooks); read by pushers and releasers. It
 	// can be briefly stale after a swap; the thief's post-swap check (see
 	// worker.trySteal) covers that window.
 	owner atomic.Int32

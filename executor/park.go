@@ -33,7 +33,8 @@ import (
 //	S1  sleepers += 1
 //	S2  state = parked
 //	S3  re-check every owned mailbox (waiting for a held lock to be
-//	    released, mailbox.settled), and Executor.deferred (defer.go);
+//	    released, mailbox.settled), Executor.deferred (defer.go) and
+//	    Executor.shutdown (stored by Stop before it wakes every worker);
 //	    if a mailbox has work, or a deferred flag is set:
 //	    CAS state parked -> running, and if that succeeded, sleepers -= 1
 //	    (if it failed, a waker moved us to woken and decremented for us)

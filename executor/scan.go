@@ -76,6 +76,12 @@ func (w *worker) pass() bool {
 		w.afterVisit(busy == 1 && served == 0)
 	}
 	busy += served
+	if mb := w.batchFrom; mb != nil {
+		// A small refill from outside during a drain: let a batch gather
+		// before the next pass (see batchwait.go).
+		w.batchFrom = nil
+		w.waitForBatch(mb)
+	}
 	// A backlog: after a pass, at least two owned mailboxes are waiting
 	// again. (Counting busy mailboxes during the pass would not do: a chain
 	// of single messages hopping from one mailbox to the next, which one
@@ -84,12 +90,6 @@ func (w *worker) pass() bool {
 	// Checked every 8th busy pass: a backlog that lasts is seen soon enough,
 	// and a worker making many short passes (a chain of single messages)
 	// does not scan its slots after each one.
-	if mb := w.batchFrom; mb != nil {
-		// A small refill from outside during a drain: let a batch gather
-		// before the next pass (see batchwait.go).
-		w.batchFrom = nil
-		w.waitForBatch(mb)
-	}
 	if busy > 0 && e.sel != nil {
 		w.busyPasses++
 	}

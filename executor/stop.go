@@ -88,7 +88,7 @@ func (e *Executor) runStop(ctx context.Context) error {
 			ErrActorsAlive, n, context.Cause(ctx)))
 		break
 	}
-	e.shutdown.Store(true)
+	e.shutdown.Store(true) // before wakeAll: see Executor.shutdown
 	e.wakeAll()
 	e.stopWatcher()
 	stuck := 0

@@ -19,7 +19,7 @@ import (
 const (
 	workerRunning uint32 = iota // awake: scanning, processing, spinning or stealing
 	workerParked                // asleep, or about to sleep, on its event
-	workerWoken                 // moved out of parked by another goroutine (sender, thief, releaser, Stop)
+	workerWoken                 // moved out of parked by another goroutine (any caller of wake or wakeOnly)
 	workerExited                // the worker goroutine has returned
 )
 
@@ -32,8 +32,9 @@ type worker struct {
 	lo, hi int // owned slot range [lo, hi) of e.slots; immutable
 	cpu    int // CPU to pin to, or -1
 	gslot  int // index of this worker's entry in e.gtab
-	// slowID is the goroutine id from goid.Slow, the identity where goid.Get
-	// is not supported. Written like g; read by Message.SetAllocation and Stop.
+	// slowID is the goroutine id from goid.Slow: the worker's key in
+	// running where goid.Get is not supported (key). Written by register
+	// and retire, read by key, all on the worker's own goroutine.
 	slowID atomic.Uint64
 	rng    *rand.Rand
 	stats  bool // count hot-path statistics (!Config.NoStatistics)
@@ -161,7 +162,9 @@ type worker struct {
 	// back its grown spare buffer, and swapped back by the worker when it
 	// wakes (see reclaimIdle, reclaimOwn).
 	reclaimReq atomic.Bool
-	ev         event.Event
+	// ev is the worker's sleep: park waits on it with state as the word
+	// (S4); wakers signal it after their CAS parked -> woken (wakeOnly).
+	ev event.Event
 	// futexPhase is how long park sleeps in the futex before the channel
 	// (0: no futex phase). Set by newWorker; read by the worker.
 	futexPhase time.Duration

@@ -120,7 +120,7 @@ func (q *Queue[T]) Shrink(floor int, arr []T) bool {
 }
 
 // grow doubles the capacity (at least 1), keeping the elements and the head.
-// Kept out of line so that Push and Next stay small where they are inlined.
+// Kept out of line so that Next stays small where it is inlined.
 //
 //go:noinline
 func (q *Queue[T]) grow() {
@@ -136,7 +136,7 @@ func (q *Queue[T]) grow() {
 // Next appends a new element and returns a pointer to it, for the caller to
 // fill in place; with large T this avoids building the value elsewhere and
 // copying it. The element is zero (Reset clears every used slot). The pointer
-// is valid until the next Push or Next.
+// is valid until the next Next.
 func (q *Queue[T]) Next() *T {
 	if len(q.buf) == cap(q.buf) {
 		q.grow()

@@ -483,3 +483,87 @@ func ExampleAskFunc() {
 	// Output:
 	// balance 42, error <nil>
 }
+
+// Spawn enrols an actor value created beforehand; an actor is alive from
+// Spawn until it terminates, and may be spawned again after that.
+func ExampleSpawn() {
+	sys, _ := actor.Start(actor.WithWorkers(1))
+	p, err := actor.Spawn(sys, &Printer{})
+	fmt.Println("spawned:", err, p.Alive())
+	_, err = actor.Spawn(sys, p)
+	fmt.Println("again while alive:", errors.Is(err, actor.ErrAlreadySpawned))
+	actor.SendPill(p, actor.FinishedMsg)
+	sys.Stop(context.Background())
+	fmt.Println("alive after Stop:", p.Alive())
+	// Output:
+	// spawned: <nil> true
+	// again while alive: true
+	// alive after Stop: false
+}
+
+// Send is statically typed (the behaviour's actor and message types must
+// match) and reports why a message cannot be delivered.
+func ExampleSend() {
+	sys, _ := actor.Start(actor.WithWorkers(1))
+	p := &Printer{}
+	err := actor.Send(p, &Str{S: "too early"}, (*Printer).OnStr)
+	fmt.Println("before Spawn:", errors.Is(err, actor.ErrNotSpawned))
+	actor.Spawn(sys, p)
+	actor.Send(p, &Int{I: 7}, (*Printer).OnInt)
+	actor.SendPill(p, actor.FinishedMsg)
+	sys.Stop(context.Background())
+	err = actor.Send(p, &Int{I: 8}, (*Printer).OnInt)
+	fmt.Println("after its termination:", errors.Is(err, actor.ErrTerminated))
+	// Output:
+	// before Spawn: true
+	// integer message 7
+	// after its termination: true
+}
+
+// A panicking behaviour is recovered: the handler sees it as it happens,
+// the actor terminates (no supervision option here), and Stop reports it.
+func ExampleWithErrorHandler() {
+	seen := make(chan error, 1)
+	sys, _ := actor.Start(actor.WithWorkers(1), actor.WithErrorHandler(func(err error) { seen <- err }))
+	w := &Worker{done: make(chan int)}
+	actor.Spawn(sys, w)
+	actor.Send(w, &Task{Fail: true}, (*Worker).OnJob)
+	var pe *actor.PanicError
+	if errors.As(<-seen, &pe) {
+		fmt.Println("handler: panic value", pe.Value)
+	}
+	err := sys.Stop(context.Background())
+	fmt.Println("Stop reports it:", errors.Is(err, actor.ErrPanic))
+	// Output:
+	// handler: panic value bad job
+	// Stop reports it: true
+}
+
+// Mourner is told when the actors it watches terminate.
+type Mourner struct {
+	actor.Actor
+	told chan actor.Reason
+}
+
+func (m *Mourner) OnTerminated(t *actor.Terminated) actor.Allocation {
+	m.told <- t.Reason
+	return actor.Nodelete
+}
+
+// An actor watches another through a port of its own: the notification
+// is a message like any other.
+func ExampleWatch() {
+	sys, _ := actor.Start(actor.WithWorkers(1))
+	m := &Mourner{told: make(chan actor.Reason, 1)}
+	actor.Spawn(sys, m)
+	notify, _ := actor.Bind(m, (*Mourner).OnTerminated)
+	p, _ := actor.Spawn(sys, &Printer{})
+	target, _ := actor.Bind(p, (*Printer).OnStr)
+	actor.Watch(target, notify)
+	actor.SendPill(p, actor.FinishedMsg)
+	fmt.Println("terminated:", <-m.told)
+	actor.SendPill(m, actor.FinishedMsg)
+	sys.Stop(context.Background())
+	// Output:
+	// terminated: normal
+}

@@ -8,25 +8,25 @@ import "sync/atomic"
 // NoHooks for none). It reports whether the exchange happened. It never
 // blocks, loops or retries.
 func TrySwapHooked[T any, H Hooks[T]](slots []atomic.Pointer[T], victim, mine int, h H) bool {
-	return TrySwapOn(AtomicSlots[T](slots), victim, mine, h)
+	return trySwapOn(atomicSlots[T](slots), victim, mine, h)
 }
 
-// Slots is the memory the swap operates on: an array of queue pointers with
-// atomic load, compare-and-swap and store. AtomicSlots is the real one; tests
+// slotArray is the memory the swap operates on: an array of queue pointers with
+// atomic load, compare-and-swap and store. atomicSlots is the real one; tests
 // substitute an instrumented one to single-step the algorithm through every
 // interleaving of several thieves.
-type Slots[T any] interface {
+type slotArray[T any] interface {
 	Load(i int) *T
 	CompareAndSwap(i int, old, new *T) bool
 	Store(i int, v *T)
 }
 
-// AtomicSlots adapts a []atomic.Pointer[T] to Slots.
-type AtomicSlots[T any] []atomic.Pointer[T]
+// atomicSlots adapts a []atomic.Pointer[T] to slotArray.
+type atomicSlots[T any] []atomic.Pointer[T]
 
-func (s AtomicSlots[T]) Load(i int) *T                          { return s[i].Load() }
-func (s AtomicSlots[T]) CompareAndSwap(i int, old, new *T) bool { return s[i].CompareAndSwap(old, new) }
-func (s AtomicSlots[T]) Store(i int, v *T)                      { s[i].Store(v) }
+func (s atomicSlots[T]) Load(i int) *T                          { return s[i].Load() }
+func (s atomicSlots[T]) CompareAndSwap(i int, old, new *T) bool { return s[i].CompareAndSwap(old, new) }
+func (s atomicSlots[T]) Store(i int, v *T)                      { s[i].Store(v) }
 
 // Hooks lets a caller act on the two queues at the only moments when neither
 // is reachable through the slot array, so that per-queue bookkeeping (such as
@@ -50,13 +50,13 @@ func (NoHooks[T]) Giving(*T)   {}
 func (NoHooks[T]) Ungiving(*T) {}
 func (NoHooks[T]) Taking(*T)   {}
 
-// TrySwapOn is the swap itself, on any Slots (see TrySwapHooked).
+// trySwapOn is the swap itself, on any slotArray (see TrySwapHooked).
 //
-// Memory ordering (with AtomicSlots): every slot access is a sequentially
+// Memory ordering (with atomicSlots): every slot access is a sequentially
 // consistent atomic, so whatever a hook writes before a queue is published
 // into a slot is seen by any worker that later loads that slot and finds the
 // queue.
-func TrySwapOn[T any, S Slots[T], H Hooks[T]](slots S, victim, mine int, h H) bool {
+func trySwapOn[T any, S slotArray[T], H Hooks[T]](slots S, victim, mine int, h H) bool {
 	// Step 0: snapshot both pointers.
 	myQueue := slots.Load(mine)
 	vicQueue := slots.Load(victim)

@@ -1,8 +1,8 @@
 package stealing
 
-// A model checker for TrySwapOn.
+// A model checker for trySwapOn.
 //
-// Each thief runs the REAL TrySwapOn (or, in the self-tests, a deliberately
+// Each thief runs the REAL trySwapOn (or, in the self-tests, a deliberately
 // broken copy of it) on an instrumented Slots and Hooks that hand every load,
 // compare-and-swap, store and hook call to the checker as a request and wait:
 // the checker decides which thief performs the next step, so the thieves'
@@ -138,7 +138,7 @@ func (sc *scenario) validate() error {
 type swapAlgo func(s *modelSlots, victim, mine int, h modelHooks) bool
 
 func realSwap(s *modelSlots, victim, mine int, h modelHooks) bool {
-	return TrySwapOn[mq, *modelSlots, modelHooks](s, victim, mine, h)
+	return trySwapOn[mq, *modelSlots, modelHooks](s, victim, mine, h)
 }
 
 var errAborted = errors.New("schedule abandoned")
@@ -1247,7 +1247,7 @@ func TestTheoremCycle(t *testing.T) {
 
 // noNilCheck skips step 1: it may CAS a victim slot that holds another
 // thief's nil, overwriting its claim.
-func noNilCheck[S Slots[mq], H Hooks[mq]](slots S, victim, mine int, h H) bool {
+func noNilCheck[S slotArray[mq], H Hooks[mq]](slots S, victim, mine int, h H) bool {
 	myQueue := slots.Load(mine)
 	vicQueue := slots.Load(victim)
 	if !slots.CompareAndSwap(mine, myQueue, nil) {
@@ -1265,7 +1265,7 @@ func noNilCheck[S Slots[mq], H Hooks[mq]](slots S, victim, mine int, h H) bool {
 }
 
 // publishFirst does step 4 before step 3.
-func publishFirst[S Slots[mq], H Hooks[mq]](slots S, victim, mine int, h H) bool {
+func publishFirst[S slotArray[mq], H Hooks[mq]](slots S, victim, mine int, h H) bool {
 	myQueue := slots.Load(mine)
 	vicQueue := slots.Load(victim)
 	if vicQueue == nil || myQueue == nil {
@@ -1286,7 +1286,7 @@ func publishFirst[S Slots[mq], H Hooks[mq]](slots S, victim, mine int, h H) bool
 }
 
 // claimByStore does step 2 with a plain store after re-checking the slot.
-func claimByStore[S Slots[mq], H Hooks[mq]](slots S, victim, mine int, h H) bool {
+func claimByStore[S slotArray[mq], H Hooks[mq]](slots S, victim, mine int, h H) bool {
 	myQueue := slots.Load(mine)
 	vicQueue := slots.Load(victim)
 	if vicQueue == nil || myQueue == nil {
@@ -1308,7 +1308,7 @@ func claimByStore[S Slots[mq], H Hooks[mq]](slots S, victim, mine int, h H) bool
 }
 
 // installByStore does step 3 with a plain store after re-checking the slot.
-func installByStore[S Slots[mq], H Hooks[mq]](slots S, victim, mine int, h H) bool {
+func installByStore[S slotArray[mq], H Hooks[mq]](slots S, victim, mine int, h H) bool {
 	myQueue := slots.Load(mine)
 	vicQueue := slots.Load(victim)
 	if vicQueue == nil || myQueue == nil {
@@ -1330,7 +1330,7 @@ func installByStore[S Slots[mq], H Hooks[mq]](slots S, victim, mine int, h H) bo
 }
 
 // noRestore forgets to restore its slot when step 3 fails.
-func noRestore[S Slots[mq], H Hooks[mq]](slots S, victim, mine int, h H) bool {
+func noRestore[S slotArray[mq], H Hooks[mq]](slots S, victim, mine int, h H) bool {
 	myQueue := slots.Load(mine)
 	vicQueue := slots.Load(victim)
 	if vicQueue == nil || myQueue == nil {
@@ -1351,7 +1351,7 @@ func noRestore[S Slots[mq], H Hooks[mq]](slots S, victim, mine int, h H) bool {
 
 // takeEarly calls Taking before step 3, while the victim's queue is still
 // reachable: harmless to the slots, fatal to the executor's bookkeeping.
-func takeEarly[S Slots[mq], H Hooks[mq]](slots S, victim, mine int, h H) bool {
+func takeEarly[S slotArray[mq], H Hooks[mq]](slots S, victim, mine int, h H) bool {
 	myQueue := slots.Load(mine)
 	vicQueue := slots.Load(victim)
 	if vicQueue == nil || myQueue == nil {
@@ -1430,7 +1430,7 @@ var raceEnabled = false
 func bigModels() bool { return !raceEnabled && !testing.Short() }
 
 // ---------------------------------------------------------------------------
-// Stress: the real AtomicSlots under real concurrency.
+// Stress: the real atomicSlots under real concurrency.
 
 // stressQ is a queue whose bookkeeping fields are plain (non-atomic) and
 // written only in the hooks, like the executor's mailbox owner: the race

@@ -251,7 +251,7 @@ func (r *runner) Fatalf(format string, args ...any) {
 func MustStats(sys *actor.System) executor.Stats {
 	st, err := sys.Stats()
 	if err != nil {
-		panic(err)
+		panic(fmt.Errorf("actortest: MustStats: %w", err))
 	}
 	return st
 }
@@ -261,7 +261,7 @@ func MustStats(sys *actor.System) executor.Stats {
 func MustConfig(sys *actor.System) executor.Config {
 	cfg, err := sys.Config()
 	if err != nil {
-		panic(err)
+		panic(fmt.Errorf("actortest: MustConfig: %w", err))
 	}
 	return cfg
 }

@@ -85,7 +85,7 @@ func AskRoundTrip(sys *actor.System, n int) error {
 			return err
 		}
 		if v != i+1 {
-			panic("wrong reply")
+			panic("bench: wrong reply")
 		}
 	}
 	if err := actor.SendPill(a, actor.FinishedMsg); err != nil {
@@ -116,7 +116,7 @@ func AskRoundTripChan(n int) {
 	for i := 0; i < n; i++ {
 		reqs <- chanReq{n: i, reply: reply}
 		if <-reply != i+1 {
-			panic("wrong reply")
+			panic("bench: wrong reply")
 		}
 	}
 	close(reqs)
@@ -262,7 +262,7 @@ func GoJobsChan(n int) {
 	for i := n; i > 0; i-- {
 		go func() { res <- i }()
 		if <-res != i {
-			panic("wrong result")
+			panic("bench: wrong result")
 		}
 	}
 }

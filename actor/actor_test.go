@@ -464,12 +464,19 @@ func TestSendWakesParkedWorkers(t *testing.T) {
 	r, _ := actor.Spawn(sys, &recorder{finishAt: 300})
 	for i := 0; i < 300; i++ {
 		// Wait until all workers are parked before each send.
-		deadline := time.Now().Add(5 * time.Second)
-		for actortest.MustStats(sys).ParkedWorkers < 4 && time.Now().Before(deadline) {
+		deadline := time.Now().Add(20 * time.Second)
+		parked := actortest.MustStats(sys).ParkedWorkers
+		for parked < 4 && time.Now().Before(deadline) {
 			time.Sleep(50 * time.Microsecond)
+			parked = actortest.MustStats(sys).ParkedWorkers
 		}
+		require.Equal(t, 4, parked, "workers parked before send %d", i)
 		require.NoError(t, actor.Send(r, &num{v: i}, (*recorder).onNum))
+		deadline = time.Now().Add(20 * time.Second)
 		for !delivered(sys, uint64(i+1)) {
+			if time.Now().After(deadline) {
+				t.Fatalf("message %d not delivered to the parked system", i)
+			}
 			time.Sleep(10 * time.Microsecond)
 		}
 	}
@@ -523,20 +530,34 @@ func (*sleeper) nap(m *num) actor.Allocation {
 	return actor.Nodelete
 }
 
+// held is a message whose behaviour blocks until open is closed.
+type held struct {
+	actor.Message
+	open chan struct{}
+}
+
+func (*sleeper) hold(m *held) actor.Allocation {
+	<-m.open
+	return actor.Nodelete
+}
+
 func TestRespawnDoesNotReceiveOldMessages(t *testing.T) {
 	sys := start(t, actor.WithWorkers(2), actor.WithQueues(2), actor.WithStealing(stealing.None))
 	a, _ := actor.Spawn(sys, &reborn{}) // ticket 0: mailbox 0
 	other, _ := actor.Spawn(sys, &sleeper{})
 	b, _ := actor.Spawn(sys, &sleeper{}) // ticket 2: mailbox 0, like a
 	require.NoError(t, actor.SendPill(other, actor.FinishedMsg))
-	// Mailbox 0 gets: a nap (so everything below is accepted while a is
-	// alive), a's Destroy pill, a longer nap, then 20 probes for a.
-	require.NoError(t, actor.Send(b, &num{v: 10}, (*sleeper).nap))
+	// Mailbox 0 gets: a hold, released once the probes are sent (so
+	// everything below is accepted while a is alive), a's Destroy pill, a
+	// nap, then 20 probes for a.
+	open := make(chan struct{})
+	require.NoError(t, actor.Send(b, &held{open: open}, (*sleeper).hold))
 	require.NoError(t, actor.SendPill(a, actor.DestroyMsg))
 	require.NoError(t, actor.Send(b, &num{v: 20}, (*sleeper).nap))
 	for i := 0; i < 20; i++ {
 		require.NoError(t, actor.Send(a, &rebornProbe{}, (*reborn).onProbe))
 	}
+	close(open)
 	require.NoError(t, actor.SendPill(b, actor.FinishedMsg))
 	// The next incarnation (ticket 3: mailbox 1), as soon as the old one's
 	// termination is over (Spawn refuses while it is not).

@@ -135,26 +135,46 @@ func TestSendAfterThroughActor(t *testing.T) {
 	p, err := actor.Bind(a, (*timed).onNote)
 	require.NoError(t, err)
 
+	// The delays are far apart: the second timer's deadline stays the
+	// earlier one unless the test stalls for most of a second in between.
 	t0 := time.Now()
-	_, err = actor.SendAfter(p, 20*time.Millisecond, &note{s: "later"})
+	_, err = actor.SendAfter(p, time.Second, &note{s: "later"})
 	require.NoError(t, err)
-	_, err = actor.SendAfter(p, 5*time.Millisecond, &note{s: "sooner"})
+	_, err = actor.SendAfter(p, 50*time.Millisecond, &note{s: "sooner"})
 	require.NoError(t, err)
 	assert.Equal(t, "sooner", <-a.got)
 	assert.Equal(t, "later", <-a.got)
-	assert.GreaterOrEqual(t, time.Since(t0), 20*time.Millisecond)
+	assert.GreaterOrEqual(t, time.Since(t0), time.Second)
 
 	_, err = actor.SendEvery(p, 0, &note{})
 	assert.ErrorIs(t, err, actor.ErrBadPeriod)
 	_, err = actor.SendAfter(actor.Port[*note]{}, time.Millisecond, &note{})
 	assert.ErrorIs(t, err, actor.ErrNotSpawned)
 
-	// A timer whose actor terminates first delivers nothing and counts as dead.
-	_, err = actor.SendAfter(p, 10*time.Millisecond, &note{s: "dead"})
+	// A timer whose actor terminates first delivers nothing and counts as
+	// dead. Its delay leaves the termination time to happen first; whether
+	// it did is checked, not assumed: if the actor is seen terminated
+	// before the delay has passed since the timer was set, it terminated
+	// before the deadline (a timer never fires early).
+	const deadDelay = 500 * time.Millisecond
+	t1 := time.Now()
+	_, err = actor.SendAfter(p, deadDelay, &note{s: "dead"})
 	require.NoError(t, err)
 	require.NoError(t, p.Send(&note{s: "last"}))
-	assert.Equal(t, "last", <-a.got)
+	first := <-a.got
 	deadline := time.Now().Add(10 * time.Second)
+	for a.Alive() && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Microsecond)
+	}
+	require.False(t, a.Alive(), "the actor did not terminate")
+	if time.Since(t1) >= deadDelay {
+		// Too slow to tell: the timer may have fired before the
+		// termination (its message then delivered, or left queued).
+		_ = sys.Stop(context.Background())
+		t.Skip("the actor terminated too late for the dead-timer check on this machine")
+	}
+	assert.Equal(t, "last", first)
+	deadline = time.Now().Add(10 * time.Second)
 	for {
 		s, err := sys.Stats()
 		require.NoError(t, err)

@@ -24,6 +24,11 @@ type ticker struct {
 	e    *Executor
 	n    atomic.Int64
 	fin  bool // terminate on the next message; guarded by mu
+	// running is true while onTick runs, outside mu: overlaps counts the
+	// entries that found it already true (two workers running the actor at
+	// once).
+	running  atomic.Bool
+	overlaps atomic.Int64
 }
 
 type tick struct {
@@ -33,6 +38,10 @@ type tick struct {
 }
 
 func onTick(a *ticker, m *tick) Allocation {
+	if !a.running.CompareAndSwap(false, true) {
+		a.overlaps.Add(1)
+	}
+	defer a.running.Store(false)
 	a.mu.Lock()
 	a.got = append(a.got, m)
 	a.at = append(a.at, a.e.now())
@@ -75,6 +84,7 @@ func finish(t *testing.T, e *Executor, a *ticker) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	require.NoError(t, e.Stop(ctx))
+	assert.Zero(t, a.overlaps.Load(), "the ticker ran on two workers at once")
 }
 
 // waitFor polls cond for up to 20s.
@@ -162,8 +172,9 @@ func TestTimerNeverEarly(t *testing.T) {
 				d := time.Duration(r.IntN(40_000)+1) * time.Microsecond
 				// A lower bound of the deadline the set will record.
 				m := &tick{id: s*each + i, when: e.now() + int64(d)}
-				_, err := SendAfter(p, d, m)
-				require.NoError(t, err)
+				if _, err := SendAfter(p, d, m); !assert.NoError(t, err) {
+					return
+				}
 			}
 		}()
 	}
@@ -368,27 +379,42 @@ func TestTimerErrors(t *testing.T) {
 
 	// A timer set while the actor lives, firing after it terminated, is
 	// dead; so is a periodic one, which is cancelled.
-	// Their delays leave the termination below time to happen first on a
-	// loaded machine: a firing before it would be delivered, or reach the
-	// actor after it terminated, not count as dead.
-	_, err = SendAfter(p, 50*time.Millisecond, &tick{})
+	// Their deadlines are an hour away: once the actor has terminated, the
+	// test fires them itself, as the timer goroutine does (fire, under mu)
+	// with a clock past both deadlines. The termination comes first
+	// however slow the machine: a firing before it would be delivered, or
+	// reach the actor after it terminated, not count as dead.
+	one, err := SendAfter(p, time.Hour, &tick{})
 	require.NoError(t, err)
-	per, err := SendEvery(p, 30*time.Millisecond, &tick{})
+	per, err := SendEvery(p, time.Hour, &tick{})
 	require.NoError(t, err)
 	a.mu.Lock()
 	a.fin = true
 	a.mu.Unlock()
 	require.NoError(t, p.Send(&tick{id: -1}))
 	waitFor(t, "termination", func() bool { return !a.cell.Alive() })
-	waitFor(t, "two dead firings", func() bool { return e.Stats().TimersDead == 2 })
+	ts := &e.timers
+	ts.mu.Lock()
+	now := max(ts.at(one.idx).when, ts.at(per.idx).when)
+	next, more := ts.fire(now)
+	ts.mu.Unlock()
+	assert.False(t, more)
+	assert.Equal(t, int64(noDeadline), next, "a timer is left")
 	s := e.Stats()
+	assert.Equal(t, uint64(2), s.TimersDead, "two dead firings")
+	assert.Zero(t, s.TimersFired)
 	assert.Zero(t, s.TimersPending, "the periodic timer was cancelled")
 	assert.False(t, per.Stop())
 	_, err = SendAfter(p, time.Second, &tick{})
 	assert.ErrorIs(t, err, ErrTerminated)
 	_, err = SendEvery(p, time.Second, &tick{})
 	assert.ErrorIs(t, err, ErrTerminated)
-	time.Sleep(60 * time.Millisecond)
+	// Periods later, the cancelled periodic timer does not fire again.
+	ts.mu.Lock()
+	next, more = ts.fire(now + 10*int64(time.Hour))
+	ts.mu.Unlock()
+	assert.False(t, more)
+	assert.Equal(t, int64(noDeadline), next)
 	assert.Equal(t, uint64(2), e.Stats().TimersDead, "the periodic timer fired again")
 	checkTimers(t, &e.timers)
 	require.NoError(t, e.Stop(context.Background()))
@@ -567,17 +593,21 @@ func TestTimerStress(t *testing.T) {
 			for i := range each {
 				if r.IntN(20) == 0 {
 					tm, err := SendEvery(p, time.Duration(r.IntN(500)+50)*time.Microsecond, &tick{id: -2})
-					require.NoError(t, err)
+					if !assert.NoError(t, err) {
+						break
+					}
 					periodic = append(periodic, tm)
 					if len(periodic) > 5 {
-						require.True(t, periodic[0].Stop(), "a periodic timer is pending until stopped")
+						assert.True(t, periodic[0].Stop(), "a periodic timer is pending until stopped")
 						periodic = periodic[1:]
 					}
 					continue
 				}
 				oneShots.Add(1)
 				tm, err := SendAfter(p, time.Duration(r.IntN(2000)+1)*time.Microsecond, &tick{id: g*each + i})
-				require.NoError(t, err)
+				if !assert.NoError(t, err) {
+					break
+				}
 				if r.IntN(2) == 0 {
 					if tm.Stop() {
 						stopped.Add(1)
@@ -593,8 +623,8 @@ func TestTimerStress(t *testing.T) {
 					keep = append(keep[:k], keep[k+1:]...)
 				}
 			}
-			for _, tm := range periodic {
-				require.True(t, tm.Stop())
+			for _, tm := range periodic { // also after a failed set above
+				assert.True(t, tm.Stop())
 			}
 		}()
 	}

@@ -32,15 +32,38 @@ func TestWaitReturnsWhenWordChanged(t *testing.T) {
 	}
 }
 
+// Wait with a timeout, the word left parked and no Wake, returns, and not
+// before the timeout has passed. Wait may return spuriously, so it is called
+// again until one call has lasted the whole timeout: a Wait that returns
+// early as a rule never gets there (and fails after 5s), one that ignores
+// the timeout never returns (and fails after 10s).
 func TestTimeout(t *testing.T) {
+	const timeout = time.Millisecond
 	for _, k := range kinds() {
 		var e Event
 		e.Init(k)
 		var w atomic.Uint32
 		w.Store(parked)
-		start := time.Now()
-		for time.Since(start) < time.Millisecond { // may return spuriously: loop
-			e.Wait(&w, parked, time.Millisecond)
+		full := make(chan bool, 1)
+		go func() {
+			give := time.Now().Add(5 * time.Second)
+			for time.Now().Before(give) {
+				start := time.Now()
+				e.Wait(&w, parked, timeout)
+				if time.Since(start) >= timeout {
+					full <- true
+					return
+				}
+			}
+			full <- false
+		}()
+		select {
+		case ok := <-full:
+			if !ok {
+				t.Fatalf("%v: Wait kept returning before its timeout had passed", k)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%v: Wait with a timeout did not return", k)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -387,20 +388,32 @@ func TestConcurrentStopCallersWaitForSameOutcome(t *testing.T) {
 	}
 	assert.ErrorIs(t, sys.Stop(context.Background()), actor.ErrStopped)
 
-	// A waiting caller whose own context ends gets a distinct error.
-	sys = start(t, actor.WithWorkers(1))
-	s, _ = actor.Spawn(sys, &blocker{release: make(chan struct{})})
-	require.NoError(t, actor.Send(s, &num{}, (*blocker).onNum))
-	first := make(chan error, 1)
-	go func() { first <- sys.Stop(context.Background()) }()
-	time.Sleep(10 * time.Millisecond)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
-	defer cancel()
-	err := sys.Stop(ctx)
-	require.ErrorIs(t, err, actor.ErrActorsAlive)
-	require.ErrorIs(t, err, context.DeadlineExceeded)
-	close(s.release)
-	assert.NoError(t, <-first)
+	// A waiting caller whose own context ends gets a distinct error, and
+	// the Stop in progress goes on. The first caller is given a head start
+	// to begin the stop; should the second still begin it (a stalled
+	// machine), it runs the stop itself, forced by its context, and the
+	// scenario is tried again with a longer head start.
+	for headStart := 10 * time.Millisecond; ; headStart *= 4 {
+		sys = start(t, actor.WithWorkers(1))
+		s, _ = actor.Spawn(sys, &blocker{release: make(chan struct{})})
+		require.NoError(t, actor.Send(s, &num{}, (*blocker).onNum))
+		first := make(chan error, 1)
+		go func() { first <- sys.Stop(context.Background()) }()
+		time.Sleep(headStart)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+		err := sys.Stop(ctx)
+		cancel()
+		require.ErrorIs(t, err, actor.ErrActorsAlive)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		close(s.release)
+		ran := !strings.Contains(err.Error(), "the Stop in progress")
+		if !ran {
+			assert.NoError(t, <-first, "the Stop in progress did not go on")
+			return
+		}
+		<-first // the forced stop's outcome
+		require.Less(t, headStart, 10*time.Second, "the first Stop never began first")
+	}
 }
 
 // --- 13. Actors alive at a forced Stop ----------------------------------

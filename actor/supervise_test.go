@@ -493,44 +493,69 @@ func TestForcedStopNotifiesWatchers(t *testing.T) {
 	l.mu.Unlock()
 }
 
-// bsink counts what it receives; gate, if set, holds each delivery.
+// bsink counts what it receives; gate, if set, holds each delivery. With
+// last set (one entry per sender), it also checks what a bounded mailbox
+// must keep whatever it drops: each sender's jobs arrive in the order sent,
+// none twice (seq strictly increasing per sender, counted in disorder), and
+// never on two workers at once (counted in overlaps).
 type bsink struct {
 	actor.Actor
-	n       atomic.Int64
-	gate    chan struct{}
-	entered chan struct{}
+	n        atomic.Int64
+	gate     chan struct{}
+	entered  chan struct{}
+	last     []int        // per sender: the last seq received (behaviours only)
+	got      [][]int      // per sender: every seq received, in order (behaviours only)
+	running  atomic.Bool  // true while a behaviour runs
+	overlaps atomic.Int64 // behaviours that found another one running
+	disorder atomic.Int64 // jobs not after their sender's previous one
 }
 
-func (s *bsink) onJob(*job) actor.Allocation {
+func (s *bsink) onJob(m *job) actor.Allocation {
+	if !s.running.CompareAndSwap(false, true) {
+		s.overlaps.Add(1)
+	}
+	defer s.running.Store(false)
 	if s.gate != nil {
 		s.entered <- struct{}{}
 		<-s.gate
+	}
+	if s.last != nil {
+		if m.seq <= s.last[m.from] {
+			s.disorder.Add(1)
+		}
+		s.last[m.from] = m.seq
+		s.got[m.from] = append(s.got[m.from], m.seq)
 	}
 	s.n.Add(1)
 	return actor.Nodelete
 }
 
+// Sixteen senders flood a bounded actor under each overflow policy: what is
+// delivered plus what the bound refused or dropped is exactly what was sent,
+// each sender's jobs arrive in order and at most once, under Reject exactly
+// the jobs not refused arrive, and the actor never runs on two workers at
+// once.
 func TestBoundedMailboxCountsExactly(t *testing.T) {
 	for _, ov := range []actor.Overflow{actor.Reject, actor.DropNewest, actor.DropOldest} {
 		t.Run(ov.String(), func(t *testing.T) {
 			const senders, per, bound = 16, 2000, 32
-			sys := start(t, actor.WithWorkers(2))
-			defer stop(t, sys)
-			s := &bsink{}
+			sys := start(t, actor.WithWorkers(2)) // stopped below, before the checks
+			s := &bsink{last: make([]int, senders+1), got: make([][]int, senders+1)}
 			_, err := actor.Spawn(sys, s, actor.WithMailbox(bound, ov))
 			require.NoError(t, err)
 			var refused atomic.Int64
+			accepted := make([][]int, senders) // per sender: the seqs a send accepted
 			var wg sync.WaitGroup
 			for i := 0; i < senders; i++ {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					for j := 0; j < per; j++ {
-						err := actor.Send(s, &job{}, (*bsink).onJob)
+					for j := 1; j <= per; j++ {
+						err := actor.Send(s, &job{from: i, seq: j}, (*bsink).onJob)
 						if errors.Is(err, actor.ErrMailboxFull) {
 							refused.Add(1)
-						} else {
-							assert.NoError(t, err)
+						} else if assert.NoError(t, err) {
+							accepted[i] = append(accepted[i], j)
 						}
 					}
 				}()
@@ -551,9 +576,17 @@ func TestBoundedMailboxCountsExactly(t *testing.T) {
 				lost = int64(st.MailboxDroppedOldest)
 			}
 			require.Eventually(t, func() bool { return s.n.Load()+lost == senders*per }, 10*time.Second, time.Millisecond)
-			require.NoError(t, actor.SendContext(context.Background(), s, &job{}, (*bsink).onJob))
+			require.NoError(t, actor.SendContext(context.Background(), s, &job{from: senders, seq: 1}, (*bsink).onJob))
 			require.Eventually(t, func() bool { return s.n.Load()+lost == senders*per+1 }, 10*time.Second, time.Millisecond)
 			require.NoError(t, actor.SendPill(s, actor.FinishedMsg))
+			stop(t, sys) // the behaviours' writes are read below
+			assert.Zero(t, s.overlaps.Load(), "the actor ran on two workers at once")
+			assert.Zero(t, s.disorder.Load(), "a sender's jobs arrived out of order or twice")
+			if ov == actor.Reject {
+				for i := 0; i < senders; i++ {
+					assert.Equal(t, accepted[i], s.got[i], "sender %d: the jobs delivered are not exactly those accepted", i)
+				}
+			}
 		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/actord/actord/actor"
 )
@@ -35,7 +36,10 @@ func TestMain(m *testing.M) {
 		main() // exits
 		return
 	}
-	os.Exit(m.Run())
+	// The tests: after them, no goroutine may outlive the runs they stop
+	// (the child branch above never returns here, so only this process
+	// is checked).
+	goleak.VerifyTestMain(m)
 }
 
 // TestSecondSignalKills runs actord (this test binary as its main) with a

@@ -1,6 +1,14 @@
 package main
 
-import "testing"
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain checks, after the tests, that no goroutine outlives the
+// pipeline's system.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // The pipeline delivers every job through every stage, and the pool reuses
 // messages: far fewer are allocated than jobs run.

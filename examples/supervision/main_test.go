@@ -3,8 +3,14 @@ package main
 import (
 	"testing"
 
+	"go.uber.org/goleak"
+
 	"github.com/actord/actord/actor"
 )
+
+// TestMain checks, after the tests, that no goroutine outlives the
+// example's system.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // Within its budget the worker restarts after each poisoned task, loses
 // none of the others, and ends normally (its pill); the watcher hears why.

@@ -14,7 +14,6 @@ import (
 
 	"github.com/actord/actord/actor"
 	"github.com/actord/actord/metrics"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // The names under which the counter's ports are registered.
@@ -73,10 +72,10 @@ func (c *counter) onTick(*tick) actor.Allocation {
 
 // monitor is the running program: the system, its metrics, the counter.
 type monitor struct {
-	sys   *actor.System
-	reg   *prometheus.Registry
-	c     *counter
-	timer actor.Timer
+	sys     *actor.System
+	metrics http.Handler // the system's statistics in Prometheus' format
+	c       *counter
+	timer   actor.Timer
 }
 
 // start starts the system, attaches the metrics collector, spawns the
@@ -92,7 +91,7 @@ func start(report time.Duration, log *slog.Logger) (*monitor, error) {
 	if err != nil {
 		return nil, errors.Join(err, sys.Stop(context.Background()))
 	}
-	m := &monitor{sys: sys, reg: reg, c: &counter{pages: map[string]int{}, log: log}}
+	m := &monitor{sys: sys, metrics: metrics.Handler(reg), c: &counter{pages: map[string]int{}, log: log}}
 	if err := m.spawn(report); err != nil {
 		return nil, errors.Join(err, sys.Stop(context.Background()))
 	}
@@ -153,7 +152,7 @@ func (m *monitor) handler() http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(pages)
 	})
-	mux.Handle("GET /metrics", metrics.Handler(m.reg))
+	mux.Handle("GET /metrics", m.metrics)
 	return mux
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -89,14 +90,20 @@ func TestServe(t *testing.T) {
 	code, body := get(t, base+"/healthz")
 	require.Equal(t, http.StatusOK, code)
 	require.Equal(t, "ok\n", body)
-	time.Sleep(300 * time.Millisecond)
 
-	code, body = get(t, base+"/metrics")
-	require.Equal(t, http.StatusOK, code)
-	for _, name := range []string{"actord_messages_sent_total ", `actord_gulp_size_bucket{worker="0",le="1"}`,
+	// Every series below is exported from the first scrape on; a scrape
+	// that misses one is retried until the deadline, then reported.
+	names := []string{"actord_messages_sent_total ", `actord_gulp_size_bucket{worker="0",le="1"}`,
 		`actord_workload_info{workload="mixed"} 1`, "go_goroutines ", "process_resident_memory_bytes ",
-		`actord_restarts_total{worker="0"}`, `actord_mailbox_overflows_total{reason="drop_oldest"}`, "actord_watch_notifications_total "} {
-		require.Contains(t, body, name)
+		`actord_restarts_total{worker="0"}`, `actord_mailbox_overflows_total{reason="drop_oldest"}`, "actord_watch_notifications_total "}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		code, body = get(t, base+"/metrics")
+		require.Equal(t, http.StatusOK, code)
+		missing := slices.DeleteFunc(slices.Clone(names), func(n string) bool { return strings.Contains(body, n) })
+		if len(missing) == 0 {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "never exported: %q", missing)
 	}
 	code, body = get(t, base+"/debug/pprof/")
 	require.Equal(t, http.StatusOK, code)

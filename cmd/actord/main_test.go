@@ -114,6 +114,11 @@ func TestServe(t *testing.T) {
 	require.Equal(t, http.StatusOK, code)
 	require.Contains(t, body, "/metrics")
 
+	// The periodic statistics record (every 200ms here) is logged before
+	// the stop.
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(logs.String(), "msg=statistics"); time.Sleep(10 * time.Millisecond) {
+		require.True(t, time.Now().Before(deadline), "no statistics record logged:\n%s", logs.String())
+	}
 	require.NoError(t, syscall.Kill(syscall.Getpid(), syscall.SIGTERM))
 	require.Equal(t, 0, wait(), logs.String())
 	require.Contains(t, logs.String(), `msg="actord stopped cleanly"`)

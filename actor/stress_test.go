@@ -87,9 +87,14 @@ type stressConfig struct {
 	// messages instead of the short random pauses.
 	pauseEvery int
 	pause      time.Duration
+	// wantSteals, wantReleases: the configuration is there to exercise
+	// stealing, or workers giving their threads back; a run that did
+	// neither is made again (see TestStress).
+	wantSteals, wantReleases bool
 }
 
-func runStress(t *testing.T, sc stressConfig) {
+// runStress runs one configuration, checks it, and returns its totals.
+func runStress(t *testing.T, sc stressConfig) executor.WorkerStats {
 	sys, err := actor.Start(actor.WithConfig(sc.cfg))
 	require.NoError(t, err)
 	h := &stressHarness{externals: sc.senders}
@@ -156,6 +161,7 @@ func runStress(t *testing.T, sc stressConfig) {
 	t.Logf("%s: %d messages; gulps %d (mean %.1f), local sends %d, missed gulps %d, steals %d/%d attempts (%d stolen msgs), parks %d, wakeups by sender %d / timeout %d",
 		sc.name, h.sent.Load(), tot.GulpSize.Count, tot.GulpSize.Mean(), tot.LocalSends, tot.MissedGulps,
 		tot.Steals(), tot.StealAttempts, tot.StealSize.Sum, tot.Parks, tot.WakeupsBySender, tot.WakeupsByTimeout)
+	return tot
 }
 
 func TestStress(t *testing.T) {
@@ -167,21 +173,41 @@ func TestStress(t *testing.T) {
 		{name: "8 workers on few cores, stealing forced, parking often",
 			cfg: executor.Config{Workers: 8, QueuesPerWorker: 2, SpinPasses: 2, ParkTimeout: 200 * time.Microsecond,
 				Steal: stealing.LongestVictim, LocalBatch: 4, Regulps: 1},
-			actors: 48, senders: 4, messagesPerSender: 20000 / scale, maxHops: 3},
+			actors: 48, senders: 4, messagesPerSender: 20000 / scale, maxHops: 3, wantSteals: true},
 		{name: "random victims, one queue per worker",
 			cfg:    executor.Config{Workers: 6, Queues: 6, SpinPasses: 4, ParkTimeout: time.Millisecond, Steal: stealing.Random},
-			actors: 20, senders: 3, messagesPerSender: 20000 / scale, maxHops: 4},
+			actors: 20, senders: 3, messagesPerSender: 20000 / scale, maxHops: 4, wantSteals: true},
 		{name: "no stealing, default batches",
 			cfg:    executor.Config{Workers: 4, Steal: stealing.None},
 			actors: 100, senders: 4, messagesPerSender: 20000 / scale, maxHops: 2},
 		{name: "long sleeps between bursts: workers let their threads go",
 			cfg:    executor.Config{Workers: 4, QueuesPerWorker: 2, SpinPasses: 2},
-			actors: 24, senders: 3, messagesPerSender: 4000 / scale, maxHops: 3, pauseEvery: 100, pause: 5 * time.Millisecond},
+			actors: 24, senders: 3, messagesPerSender: 4000 / scale, maxHops: 3, pauseEvery: 100, pause: 5 * time.Millisecond,
+			wantReleases: true},
 		{name: "single worker",
 			cfg:    executor.Config{Workers: 1},
 			actors: 10, senders: 2, messagesPerSender: 20000 / scale, maxHops: 5},
 	}
 	for _, sc := range configs {
-		t.Run(sc.name, func(t *testing.T) { runStress(t, sc) })
+		t.Run(sc.name, func(t *testing.T) {
+			// The checks above hold in every run; what a run exercises
+			// depends on timing, so a run that missed what its
+			// configuration is for is made again, up to three times.
+			for attempt := 1; ; attempt++ {
+				tot := runStress(t, sc)
+				var missed []string
+				if sc.wantSteals && tot.Steals() == 0 {
+					missed = append(missed, "no steal")
+				}
+				if sc.wantReleases && tot.ThreadReleases == 0 {
+					missed = append(missed, "no thread given back")
+				}
+				if len(missed) == 0 {
+					return
+				}
+				require.Less(t, attempt, 3, "%v in %d runs", missed, attempt)
+				t.Logf("run %d: %v; again", attempt, missed)
+			}
+		})
 	}
 }

@@ -24,7 +24,10 @@ import (
 // messages to the next actor of the route (the first continues the chain,
 // the others are leaves), which is either an initial actor or a child it
 // spawns for the purpose. Bursts make one sender send several messages to
-// one receiver within a batch, which is where FIFO bugs would show. Where messages go depends only on their contents,
+// one receiver within a batch, which is where FIFO bugs would show. Sends
+// go by actor.Send, a port or SendContext, chosen by the message, so one
+// sender's messages to one actor mix the three paths. Where messages go
+// depends only on their contents,
 // never on timing, so the multiset each actor receives is deterministic and
 // the reference model computes it by running the chains one after another.
 // Every actor knows from the model how many messages it will receive and
@@ -365,7 +368,7 @@ func (a *fuzzActor) receive(m *fuzzMsg) actor.Allocation {
 		for c := 0; c < burst(m.route, m.hop); c++ {
 			next := &fuzzMsg{chain: m.chain, hop: m.hop + 1, copy: c, hops: m.hops - 1, route: m.route, from: a.name}
 			a.sentTo[to.name] = append(a.sentTo[to.name], msgID(next.chain, next.hop, c))
-			if err := actor.Send(to, next, (*fuzzActor).receive); err != nil {
+			if err := sendVia(m.route+m.hop+c, to, next); err != nil {
 				a.run.fail("%s -> %s: %v", a.name, to.name, err)
 			}
 		}
@@ -374,6 +377,25 @@ func (a *fuzzActor) receive(m *fuzzMsg) actor.Allocation {
 		return a.status
 	}
 	return actor.Nodelete
+}
+
+// sendVia sends m to to by one of three paths, chosen by k: actor.Send, a
+// port bound for the send, or SendContext (which never waits inside a
+// behaviour, and never needs to wait here: the bounds always fit). They
+// all queue into the actor's one mailbox, so one sender's messages keep
+// their order whichever paths they took.
+func sendVia(k int, to *fuzzActor, m *fuzzMsg) error {
+	switch k % 3 {
+	case 1:
+		p, err := actor.Bind(to, (*fuzzActor).receive)
+		if err != nil {
+			return err
+		}
+		return p.Send(m)
+	case 2:
+		return actor.SendContext(context.Background(), to, m, (*fuzzActor).receive)
+	}
+	return actor.Send(to, m, (*fuzzActor).receive)
 }
 
 func runProgram(t *testing.T, p program) {
@@ -413,7 +435,7 @@ func runProgram(t *testing.T, p program) {
 				to := initial[snd.to]
 				extSent[s][to.name] = append(extSent[s][to.name], msgID(k, 0, 0))
 				m := &fuzzMsg{chain: k, hops: snd.hops, route: snd.route, from: fmt.Sprintf("e%d", s)}
-				if err := actor.Send(to, m, (*fuzzActor).receive); err != nil {
+				if err := sendVia(k+snd.route, to, m); err != nil {
 					r.fail("external send to %s: %v", to.name, err)
 				}
 			}

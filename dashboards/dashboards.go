@@ -23,6 +23,10 @@ var Actord []byte
 // an unbalanced bracket).
 var ErrSyntax = errors.New("dashboards: PromQL syntax error")
 
+// ErrMissingVariable is wrapped by Expand's error for a variable reference
+// that has no value.
+var ErrMissingVariable = errors.New("dashboards: no value for a variable")
+
 // Dashboard is the part of a Grafana dashboard that the checks read.
 type Dashboard struct {
 	UID        string  `json:"uid"`
@@ -145,8 +149,8 @@ func (d *Dashboard) Queries() []Query {
 var varRef = regexp.MustCompile(`\$(?:\{([A-Za-z0-9_]+)(?::[a-z]+)?\}|([A-Za-z0-9_]+))`)
 
 // Expand replaces Grafana variable references ($name, ${name} and
-// ${name:format}) with their values in vars; it returns an error naming any
-// variable vars lacks.
+// ${name:format}) with their values in vars; it returns an error wrapping
+// ErrMissingVariable and naming every variable vars lacks.
 func Expand(expr string, vars map[string]string) (string, error) {
 	var missing []string
 	out := varRef.ReplaceAllStringFunc(expr, func(m string) string {
@@ -160,7 +164,7 @@ func Expand(expr string, vars map[string]string) (string, error) {
 		return v
 	})
 	if len(missing) > 0 {
-		return "", fmt.Errorf("dashboards: no value for variable(s) %s in %q", strings.Join(missing, ", "), expr)
+		return "", fmt.Errorf("%w: %s in %q", ErrMissingVariable, strings.Join(missing, ", "), expr)
 	}
 	return out, nil
 }

@@ -48,6 +48,7 @@ func TestExpand(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, `rate(x{instance="h:1",job="j"}[15s]) h:1`, got)
 	_, err = Expand(`x{a="$nope"}`, nil)
+	require.ErrorIs(t, err, ErrMissingVariable)
 	require.ErrorContains(t, err, "nope")
 }
 

@@ -229,7 +229,9 @@ func (w *worker) recovered(r any, goexit bool) {
 // Finished (nothing). It applies to this delivery only: the next delivery of
 // the same message starts at Nodelete again. It must be called by the
 // behaviour receiving the message, on its goroutine; anywhere else it
-// panics. See "Message lifetime" in package actor.
+// panics, with a message starting with "actor:" (Message is actor.Message,
+// whose users meet this method there). See "Message lifetime" in package
+// actor.
 func (m *Message) SetAllocation(a Allocation) {
 	w := runningWorker()
 	if w == nil || !w.delivering().holds(unsafe.Pointer(m)) {

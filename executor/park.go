@@ -557,15 +557,21 @@ func (e *Executor) watch() {
 	next := 0 // the worker to try first: round-robin
 	seen := make([]uint32, len(e.workers))
 	var reclaimAt time.Time // when to give back grown buffers, if still idle
+	armed := true           // t is set (its value not yet received)
 	for !e.shutdown.Load() {
+		if testHookWatcherWait != nil {
+			testHookWatcherWait(e, !armed)
+		}
 		select {
 		case <-e.watchKick:
 			// Some worker is awake again after all slept: start over.
 			interval = first
 			reclaimAt = time.Time{}
 			t.Reset(interval)
+			armed = true
 			continue
 		case <-t.C:
+			armed = false
 		}
 		if e.watchReset.Swap(false) {
 			interval = first // a thief took work: look often again
@@ -579,6 +585,7 @@ func (e *Executor) watch() {
 			if reclaimAt.IsZero() && e.grown.Load() {
 				reclaimAt = time.Now().Add(most)
 				t.Reset(most)
+				armed = true
 			} else if !reclaimAt.IsZero() && !time.Now().Before(reclaimAt) {
 				e.reclaimIdle()
 				reclaimAt = time.Time{}
@@ -624,8 +631,14 @@ func (e *Executor) watch() {
 			interval = min(2*interval, most)
 		}
 		t.Reset(interval)
+		armed = true
 	}
 }
+
+// testHookWatcherWait, if set (by tests only, before Start), is called by
+// the watcher each time it is about to wait, with whether it waits for a
+// kick alone (no timer set).
+var testHookWatcherWait func(e *Executor, timerless bool)
 
 // reclaimIdle gives back the buffers a burst grew, in a system that has
 // been idle for ParkTimeoutMax: every grown mailbox buffer (empty and not

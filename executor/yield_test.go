@@ -46,6 +46,9 @@ func sendToThreadless(t *testing.T, e *Executor, send func(), got *atomic.Int64,
 func TestOutsideSenderYieldsToThreadlessWorker(t *testing.T) {
 	twoProcs(t)
 	yields := countYields(t)
+	var timerless atomic.Bool // the watcher's latest wait is for a kick alone
+	testHookWatcherWait = func(_ *Executor, tl bool) { timerless.Store(tl) }
+	t.Cleanup(func() { testHookWatcherWait = nil })
 	e, err := Start(Config{Workers: 2, Queues: 4, StealAge: time.Millisecond,
 		ParkTimeout: time.Millisecond, ParkTimeoutMax: 2 * time.Millisecond})
 	require.NoError(t, err)
@@ -57,9 +60,9 @@ func TestOutsideSenderYieldsToThreadlessWorker(t *testing.T) {
 	waiter.spawn(t, e)  // ticket 1: mailbox 1, worker 0
 	waitAllParked(t, e)
 	waitThreadless(t, e.workers[0])
-	// Let the watcher see everyone asleep (its interval is at most 2 ms)
-	// and wait for a kick without a timer.
-	time.Sleep(20 * time.Millisecond)
+	// The watcher sees everyone asleep (its interval is at most 2 ms) and
+	// waits for a kick without a timer: only the sender's kick can wake it.
+	require.Eventually(t, timerless.Load, 10*time.Second, 50*time.Microsecond, "the watcher kept a timer")
 	blocker.send(t, &probeMsg{})
 	<-stuck
 	assert.EqualValues(t, 1, yields.Load(), "the sender did not yield to the worker it woke")

@@ -209,7 +209,9 @@
 // result. Programmer errors such as a nil actor or message, an actor type
 // that embeds *Actor, or SetAllocation outside the receiving behaviour,
 // panic with a message starting with "actor:" (from the methods of Port,
-// a type shared with package executor, "executor:").
+// a type shared with package executor, "executor:"). Port.Send alone does
+// not check for a nil message, which would cost every send: its behaviour
+// receives nil.
 //
 // # Statistics
 //

@@ -45,9 +45,12 @@ func Bind[TA, TM any, A interface{ *TA }, M MessagePtr[TM]](c *Cell, to A, fn fu
 	return Port[M]{cell: c, fn: erased.Erase(fn), coff: uint32(off), want: st | cellPlain}, nil
 }
 
-// Send queues msg for the port's behaviour. Errors: ErrNotSpawned (a zero
-// Port), ErrTerminated (the port's incarnation has terminated), ErrStopped
-// (its system has stopped).
+// Send queues msg for the port's behaviour. msg must not be nil: Send does
+// not check it, a check that would cost every send, and the behaviour would
+// receive nil (the other entry points that take a message, such as
+// SendAfter, SendContext and Ask, panic on one). Errors: ErrNotSpawned (a
+// zero Port), ErrTerminated (the port's incarnation has terminated),
+// ErrStopped (its system has stopped).
 func (p Port[M]) Send(msg M) error {
 	if p.cell == nil {
 		return ErrNotSpawned

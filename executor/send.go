@@ -33,6 +33,9 @@ func Spawn[T any, A interface{ *T }](e *Executor, c *Cell, a A) error {
 // spawned one delivers to the embedded actor. It allocates nothing once the
 // destination copy queue has grown to its working size.
 //
+// msg must not be nil: Send does not check it (the check would cost every
+// send; actor.Send makes it), and the behaviour would receive nil.
+//
 // Errors: ErrNotSpawned, ErrTerminated (the incarnation the sender could see
 // has terminated), ErrStopped. It panics if c is not inside *to.
 func Send[TA, TM any, A interface{ *TA }, M MessagePtr[TM]](c *Cell, to A, msg M, fn func(A, M) Allocation) error {
@@ -125,9 +128,6 @@ func stateErr(st uint32) error {
 func send(c *Cell, off, size uintptr, want uint32, fn unsafe.Pointer, msg any) error {
 	if off >= size || off > math.MaxUint32 {
 		panic("executor: Send: the cell is not inside the actor")
-	}
-	if erased.Data(msg) == nil {
-		panic("executor: Send with a nil message")
 	}
 	coff := uint32(off)
 	st := c.state.Load()

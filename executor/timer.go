@@ -246,6 +246,7 @@ func (t Timer) Stop() bool {
 // incarnation has terminated), ErrStopped (its system has stopped or is
 // stopping).
 func SendAfter[M any](p Port[M], d time.Duration, msg M) (Timer, error) {
+	checkTimerMessage(msg)
 	if p.cell == nil {
 		return Timer{}, ErrNotSpawned
 	}
@@ -270,6 +271,7 @@ func SendAfter[M any](p Port[M], d time.Duration, msg M) (Timer, error) {
 //
 // Errors: ErrBadPeriod (period <= 0), and SendAfter's.
 func SendEvery[M any](p Port[M], period time.Duration, msg M) (Timer, error) {
+	checkTimerMessage(msg)
 	if period <= 0 {
 		return Timer{}, ErrBadPeriod
 	}
@@ -279,11 +281,17 @@ func SendEvery[M any](p Port[M], period time.Duration, msg M) (Timer, error) {
 	return schedule(p.cell, p.fn, p.coff, p.want, period, period, msg)
 }
 
-// schedule checks the port's incarnation and sets a message timer for it.
-func schedule(c *Cell, fn unsafe.Pointer, coff, want uint32, d, period time.Duration, msg any) (Timer, error) {
+// checkTimerMessage panics if msg, given to SendAfter or SendEvery, is nil
+// (whichever path the timer then takes, SendAfter's immediate send
+// included).
+func checkTimerMessage(msg any) {
 	if erased.Data(msg) == nil {
 		panic("executor: SendAfter or SendEvery with a nil message")
 	}
+}
+
+// schedule checks the port's incarnation and sets a message timer for it.
+func schedule(c *Cell, fn unsafe.Pointer, coff, want uint32, d, period time.Duration, msg any) (Timer, error) {
 	if st := c.state.Load(); st|cellPlain != want {
 		if incOf(st) != incOf(want) {
 			return Timer{}, ErrTerminated // a later incarnation: the port's has ended

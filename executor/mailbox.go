@@ -61,8 +61,9 @@ type mailbox struct {
 	// wordProcessing, happens between the two, so the unlocking store
 	// publishes them. The one exception is release's fast path, which
 	// clears wordProcessing of an unlocked, empty word with one CAS: that
-	// CAS then publishes the batch's writes to the next locker. Readers that do not hold the lock only ever load the word
-	// (emptiness checks, candidate checks, queue-depth gauges); the value
+	// CAS then publishes the batch's writes to the next locker. Readers
+	// that do not hold the lock only ever load the word (emptiness
+	// checks, candidate checks, queue-depth gauges); the value
 	// they see may be stale by the time they act, which the gulp
 	// (re-checked under the lock) tolerates. Readers whose answer the
 	// wake-up protocol relies on wait for a held lock first (settled).

@@ -363,8 +363,9 @@ func (w *worker) park() {
 // and a locked goroutine woken on the channel needs two thread wake-ups to
 // run again: the runtime wakes a thread to find it, which hands a
 // processor to the worker's own thread and wakes that. At a low rate of
-// messages every message pays them, while a goroutine woken by a goroutine that is about to
-// block runs on the waker's processor with none. So a worker that sleeps at
+// messages every message pays them, while a goroutine woken by a
+// goroutine that is about to block runs on the waker's processor with
+// none. So a worker that sleeps at
 // a low rate, and that is not pinned to a CPU (pinning applies to its
 // thread), unlocks its goroutine from the thread for the channel phase of
 // its sleep and locks it again to whichever thread runs it when it wakes:

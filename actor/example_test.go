@@ -567,3 +567,85 @@ func ExampleWatch() {
 	// Output:
 	// terminated: normal
 }
+
+// SendContext waits for room in a full bounded mailbox until its context
+// ends; the error then wraps both ErrMailboxFull and the context's cause.
+func ExampleSendContext() {
+	sys, _ := actor.Start(actor.WithWorkers(1))
+	s := &Slow{began: make(chan int, 10), gate: make(chan struct{})}
+	actor.Spawn(sys, s, actor.WithMailbox(1, actor.Reject))
+	actor.Send(s, &Task{N: 1}, (*Slow).OnTask)
+	<-s.began                                  // task 1 is being delivered
+	actor.Send(s, &Task{N: 2}, (*Slow).OnTask) // fills the mailbox
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	err := actor.SendContext(ctx, s, &Task{N: 3}, (*Slow).OnTask)
+	fmt.Println(errors.Is(err, actor.ErrMailboxFull), errors.Is(err, context.DeadlineExceeded))
+
+	close(s.gate) // the actor drains its mailbox: room again
+	err = actor.SendContext(context.Background(), s, &Task{N: 3}, (*Slow).OnTask)
+	fmt.Println("after the gate opened:", err)
+	fmt.Println(<-s.began, <-s.began)
+	actor.SendPill(s, actor.FinishedMsg)
+	sys.Stop(context.Background())
+	// Output:
+	// true true
+	// after the gate opened: <nil>
+	// 2 3
+}
+
+// Probe reports where its behaviour runs.
+type Probe struct {
+	actor.Actor
+	balance actor.Port[*Balance]
+}
+
+func (p *Probe) OnTask(*Task) actor.Allocation {
+	fmt.Println("in a behaviour:", actor.InBehaviour())
+	// A blocking call here would hold up the worker; Ask refuses it.
+	_, err := actor.Ask(context.Background(), p.balance, &Balance{})
+	fmt.Println("Ask from a behaviour:", errors.Is(err, actor.ErrAskInBehaviour))
+	return actor.Finished
+}
+
+// InBehaviour tells a library whether it runs inside a behaviour, where it
+// must not block.
+func ExampleInBehaviour() {
+	sys, _ := actor.Start(actor.WithWorkers(1))
+	fmt.Println("in a behaviour:", actor.InBehaviour())
+	acct, _ := actor.Spawn(sys, &Account{})
+	balance, _ := actor.Bind(acct, (*Account).OnBalance)
+	p, _ := actor.Spawn(sys, &Probe{balance: balance})
+	actor.Send(p, &Task{}, (*Probe).OnTask)
+	actor.SendPill(acct, actor.FinishedMsg)
+	sys.Stop(context.Background())
+	// Output:
+	// in a behaviour: false
+	// in a behaviour: true
+	// Ask from a behaviour: true
+}
+
+// Unregister takes a name away from an actor that is still alive, so that
+// another can take it.
+func ExampleUnregister() {
+	sys, _ := actor.Start(actor.WithWorkers(1))
+	a, _ := actor.Spawn(sys, &greeter{})
+	b, _ := actor.Spawn(sys, &greeter{})
+	pa, _ := actor.Bind(a, (*greeter).onGreet)
+	pb, _ := actor.Bind(b, (*greeter).onGreet)
+	actor.Register(sys, "greeter", pa)
+	fmt.Println(actor.Unregister(sys, "greeter"))
+	fmt.Println(actor.Register(sys, "greeter", pb))
+	p, _ := actor.Lookup[*greet](sys, "greeter")
+	fmt.Println("b holds the name:", p == pb)
+	fmt.Println(errors.Is(actor.Unregister(sys, "nobody"), actor.ErrNoName))
+	actor.SendPill(a, actor.FinishedMsg)
+	actor.SendPill(b, actor.FinishedMsg)
+	sys.Stop(context.Background())
+	// Output:
+	// <nil>
+	// <nil>
+	// b holds the name: true
+	// true
+}

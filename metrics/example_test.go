@@ -1,8 +1,12 @@
 package metrics_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 
 	"github.com/actord/actord/actor"
 	"github.com/actord/actord/metrics"
@@ -59,4 +63,47 @@ func ExampleCollector() {
 	// Output:
 	// actord_live_actors 0
 	// actord_messages_sent_total 22
+}
+
+// Handler serves a registry in Prometheus' text format; here through
+// httptest, in a server with http.Handle("/metrics", metrics.Handler(reg)).
+func ExampleHandler() {
+	sys, err := actor.Start(actor.WithWorkers(1))
+	if err != nil {
+		panic(err)
+	}
+	coll := metrics.NewCollector()
+	coll.Attach(sys)
+	reg, err := metrics.NewRegistry(coll)
+	if err != nil {
+		panic(err)
+	}
+	c, _ := actor.Spawn(sys, &counter{})
+	for range 3 {
+		_ = actor.Send(c, &add{}, (*counter).add)
+	}
+
+	srv := httptest.NewServer(metrics.Handler(reg))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		panic(err)
+	}
+	defer resp.Body.Close()
+	fmt.Println(resp.Status)
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if line := sc.Text(); strings.HasPrefix(line, "actord_messages_sent_total ") || strings.HasPrefix(line, "actord_live_actors ") {
+			fmt.Println(line)
+		}
+	}
+
+	_ = actor.SendPill(c, actor.FinishedMsg)
+	if err := sys.Stop(context.Background()); err != nil {
+		panic(err)
+	}
+	// Output:
+	// 200 OK
+	// actord_live_actors 1
+	// actord_messages_sent_total 3
 }

@@ -31,8 +31,9 @@ var ErrBadPeriod = executor.ErrBadPeriod
 //	t.Stop() // no longer needed
 //
 // At that time the message is sent as by p.Send: if the actor's incarnation
-// has terminated by then, or the system has stopped, nothing is delivered
-// and the firing is counted as a dead letter (System.Stats: TimersDead). The
+// has terminated by then, the system has stopped, or the actor's bounded
+// mailbox is full under the Reject policy, nothing is delivered and the
+// firing is counted as a dead letter (System.Stats: TimersDead). The
 // message belongs to the timer until it fires, then to the receiving
 // behaviour, as with Send. Timers with equal deadlines fire in no
 // particular order. With d <= 0 it sends at once and returns the zero Timer.
@@ -50,7 +51,8 @@ func SendAfter[M any](p Port[M], d time.Duration, msg M) (Timer, error) {
 // SendEvery sends msg through the port p every period, the first time after
 // one period, until the returned Timer is stopped, the port's actor
 // terminates (the first firing that finds it terminated is counted as a dead
-// letter and cancels the timer) or the system stops:
+// letter and cancels the timer) or the system stops; a firing that a full
+// bounded mailbox refuses (Reject) is a dead letter, and the timer goes on:
 //
 //	tick, err := actor.SendEvery(port, time.Second, &Tick{})
 //	...

@@ -246,10 +246,14 @@ func askLater[TR, R any, Req RequestPtr[TR, R]](to Port[Req], req Req, t *askTar
 		t.tm = e.afterTimeout(timeout, t)
 	}
 	if err := to.Send(req); err != nil {
-		if t.done.CompareAndSwap(false, true) {
-			e.askDone()
-			t.tm.Stop()
+		if !t.done.CompareAndSwap(false, true) {
+			// The timeout fired during the send and has reported the
+			// request's end (context.DeadlineExceeded): the end is
+			// reported once, there.
+			return nil
 		}
+		e.askDone()
+		t.tm.Stop()
 		return err
 	}
 	return nil

@@ -80,6 +80,18 @@ import (
 // send itself never blocks (a mailbox lock, at worst a wake-up of a parked
 // worker), and neither does an internal timeout's callback.
 //
+// A firing can run code that sets or stops timers, on the timer goroutine
+// and with mu held: a send into a full DropOldest mailbox drops the oldest
+// message, and a dropped request completes its AskAsync (which stops the
+// ask's timeout) or calls its AskFunc function (user code, which may call
+// SendAfter); an internal timeout's callback does the same. So add and
+// Timer.Stop do not take mu when the caller is the timer goroutine inside a
+// firing (timers.firing, below): mu is already held, by that very call
+// chain. fire allows for what such a call changes: a timer stopped during
+// its own firing is left alone afterwards (its generation has changed),
+// and neither a new timer nor the removal of another can take the heap's
+// root from the timer being fired (their deadlines are not earlier).
+//
 // Counters (pending, fired, dead) are atomics updated under the mutex and
 // read without it by Stats.
 
@@ -142,6 +154,12 @@ type timers struct {
 	// runner is the timer goroutine's identity (goid.Get where supported,
 	// else goid.Slow), stored by it when it starts, read by floodYield.
 	runner atomic.Uint64
+	// firing is the timer goroutine's identity while it fires timers with
+	// mu held, and 0 otherwise: stored by the goroutine after it takes mu
+	// and cleared before it releases it. lock reads it to let the
+	// goroutine reenter add and Timer.Stop from a firing (see Locking
+	// above); any other goroutine reads 0 or an identity not its own.
+	firing atomic.Uint64
 	// mu guards every field from here to the counters. Taken by add,
 	// Timer.Stop, the timer goroutine while it fires, and close.
 	mu sync.Mutex
@@ -185,8 +203,8 @@ type timers struct {
 	// pending counts message timers set and neither fired (one-shot),
 	// stopped nor dropped; fired counts deliveries made (every firing of a
 	// periodic timer); dead counts firings whose send failed (the port's
-	// incarnation had terminated, or the executor stopped) and timers
-	// dropped by close. Internal timeouts are not counted. Written (atomic
+	// incarnation had terminated, the executor stopped, or a full bounded
+	// mailbox refused the message) and timers dropped by close. Internal timeouts are not counted. Written (atomic
 	// adds) under mu; read by stats without it.
 	pending     atomic.Int64
 	fired, dead atomic.Uint64
@@ -215,8 +233,9 @@ func (t Timer) Stop() bool {
 	if ts == nil {
 		return false
 	}
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
+	if ts.lock() {
+		defer ts.mu.Unlock()
+	}
 	ci := int(t.idx >> timerChunkShift)
 	if ci >= len(ts.chunks) || ts.chunks[ci].p == nil {
 		return false
@@ -236,8 +255,9 @@ func (t Timer) Stop() bool {
 // SendAfter sends msg through p once d has passed, unless the returned
 // Timer is stopped first. The message is delivered as by p.Send at that time,
 // from the executor's timer goroutine: if the port's incarnation has
-// terminated by then, or the system has stopped, nothing is delivered and
-// the firing is counted dead (Stats.TimersDead). The message belongs to the
+// terminated by then, the system has stopped, or the actor's bounded
+// mailbox is full under the Reject policy, nothing is delivered and the
+// firing is counted dead (Stats.TimersDead). The message belongs to the
 // timer until it fires, then to the receiving behaviour, as with Send.
 // Timers with equal deadlines fire in no particular order. With d <= 0 it
 // sends at once (p.Send) and returns the zero Timer.
@@ -259,7 +279,8 @@ func SendAfter[M any](p Port[M], d time.Duration, msg M) (Timer, error) {
 // SendEvery sends msg through p every period, first after one period,
 // until the returned Timer is stopped, the port's incarnation terminates
 // (the first firing that finds it terminated is counted dead and cancels
-// the timer) or the system stops.
+// the timer) or the system stops. A firing that a full bounded mailbox
+// refuses (Reject) is counted dead, and the timer goes on.
 //
 // It sends the same message every time, so the message must be safe to be
 // delivered repeatedly: the receiving behaviour must not set Delete or
@@ -334,8 +355,9 @@ func addSat(a, b int64) int64 {
 // shutting down.
 func (ts *timers) add(e *Executor, d time.Duration, period int64, c *Cell, fn unsafe.Pointer, coff, want uint32, msg any) (Timer, error) {
 	when := addSat(e.now(), max(int64(d), 0))
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
+	if ts.lock() {
+		defer ts.mu.Unlock()
+	}
 	if ts.closed || e.shutdown.Load() {
 		return Timer{}, ErrStopped
 	}
@@ -369,6 +391,17 @@ func (ts *timers) add(e *Executor, d time.Duration, period int64, c *Cell, fn un
 		ts.wakeUp()
 	}
 	return Timer{ts: ts, idx: i, gen: ts.gen}, nil
+}
+
+// lock takes mu and returns true, or returns false without taking it when
+// the caller is the timer goroutine inside a firing, which holds mu already
+// (see Locking at the top of this file).
+func (ts *timers) lock() bool {
+	if f := ts.firing.Load(); f != 0 && f == selfID() {
+		return false
+	}
+	ts.mu.Lock()
+	return true
 }
 
 // close stops the timer goroutine (waiting for it to exit) and drops every
@@ -423,7 +456,8 @@ func (ts *timers) wakeUp() {
 // wake-up from add, or quit.
 func (ts *timers) run(e *Executor, wake, quit <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
-	ts.runner.Store(selfID())
+	self := selfID()
+	ts.runner.Store(self)
 	tm := time.NewTimer(time.Hour)
 	defer tm.Stop()
 	tm.Stop()
@@ -434,7 +468,9 @@ func (ts *timers) run(e *Executor, wake, quit <-chan struct{}, done chan<- struc
 			return
 		}
 		now := e.now()
+		ts.firing.Store(self)
 		next, more := ts.fire(now)
+		ts.firing.Store(0)
 		wait := next - now
 		// Wait in the kernel only with another processor to run the
 		// goroutines readied meanwhile (the worker just woken by a send,
@@ -493,13 +529,22 @@ func (ts *timers) fire(now int64) (next int64, more bool) {
 			f.timedOut()
 			continue
 		}
+		gen := en.gen
 		err := send(en.cell, uintptr(en.coff), math.MaxUint32, en.want, en.fn, en.msg)
 		if err == nil {
 			ts.fired.Add(1)
 		} else {
 			ts.dead.Add(1)
 		}
-		if err == nil && ts.period != nil {
+		if en.gen != gen {
+			// Stopped during its own firing, by code the send ran (see
+			// Locking above): Stop has removed and freed it.
+			continue
+		}
+		// A periodic timer goes on after a delivery, and after a firing
+		// that its bounded mailbox refused (Reject): only the end of its
+		// incarnation or of the system cancels it.
+		if (err == nil || errors.Is(err, ErrMailboxFull)) && ts.period != nil {
 			if p, ok := ts.period[i]; ok {
 				// The next deadline of the schedule that is after now:
 				// missed periods are skipped.

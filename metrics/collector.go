@@ -112,7 +112,7 @@ func NewCollector() *Collector {
 		lateReplies:   desc("late_replies_total", "Replies that came after their request had ended (timed out, or the requesting actor gone), dropped (system-wide)."),
 		timersPending: desc("timers_pending", "Timers of the current system set and not yet fired or stopped."),
 		timersFired:   desc("timers_fired_total", "Timer deliveries made, each firing of a periodic timer counted (system-wide)."),
-		timersDead:    desc("timer_dead_letters_total", "Timer firings dropped because their port's actor had terminated (system-wide)."),
+		timersDead:    desc("timer_dead_letters_total", "Timer firings that delivered nothing: their port's actor had terminated, or its bounded mailbox refused them (system-wide)."),
 
 		restarts:        desc("restarts_total", "Actors restarted on the worker after a behaviour panicked (WithRestart, or a supervisor's Failure.Restart); the failing message was dropped.", w...),
 		resumes:         desc("resumes_total", "Failing messages dropped on the worker by actors spawned WithResume, which kept their state and went on.", w...),

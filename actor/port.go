@@ -104,8 +104,9 @@ func AskAsync[TR, R any, Req executor.RequestPtr[TR, R]](to Port[Req], req Req, 
 //
 //	func (s *Session) OnLoaded(r *actor.Reply[[]byte]) actor.Allocation { ... }
 //
-// A panic in f is recovered and delivered as the Reply's Err. If the actor
-// has terminated when f returns, the result is dropped and counted
+// A panic in f is recovered and delivered as the Reply's Err (a
+// *PanicError), and so is a call of runtime.Goexit in f (t.FailNow in a
+// test): a Reply always comes. If the actor has terminated when f returns, the result is dropped and counted
 // (Stats.LateReplies). Error: ErrNotSpawned for a zero port.
 func Go[R any](replyTo Port[*Reply[R]], f func() (R, error)) error {
 	if f == nil {

@@ -49,17 +49,25 @@ var (
 // called runtime.Goexit. The worker and every other actor went on. A panic in
 // a behaviour terminates its actor (without hooks); in an actor's hook, it
 // completes that actor's termination; in a message's hook, it leaves the
-// actor, whose behaviour completed, alive.
+// actor, whose behaviour completed, alive. It also reports a function run by
+// Go that panicked or called runtime.Goexit (Actor and Message nil, Worker
+// -1), as the Err of its Reply.
 type PanicError struct {
 	Actor   any    // the actor whose behaviour (or hook) panicked; nil when a message's hook panicked
 	Message any    // the message being delivered
 	Value   any    // the value passed to panic (nil for runtime.Goexit)
 	Goexit  bool   // the behaviour called runtime.Goexit
 	Stack   []byte // the goroutine's stack at the panic
-	Worker  int    // the worker that recovered it
+	Worker  int    // the worker that recovered it; -1 off the workers (Go's functions, hooks run by Stop)
 }
 
 func (e *PanicError) Error() string {
+	if e.Actor == nil && e.Message == nil && e.Worker < 0 {
+		if e.Goexit {
+			return "executor: Go function called runtime.Goexit"
+		}
+		return fmt.Sprintf("executor: Go function panicked: %v", e.Value)
+	}
 	if e.Goexit {
 		return fmt.Sprintf("executor: behaviour of %T called runtime.Goexit on message %T (worker %d)",
 			e.Actor, e.Message, e.Worker)

@@ -602,3 +602,36 @@ func TestDroppedNilRequest(t *testing.T) {
 	r := &req{}
 	assert.NotPanics(t, func() { dropped(r, ErrTerminated) }, "a request nobody asked is not answered")
 }
+
+// A Go function that calls runtime.Goexit (t.FailNow does) still delivers a
+// Reply, whose Err says so; the requesting actor used to wait forever.
+func TestGoFunctionGoexitReplies(t *testing.T) {
+	e, err := Start(Config{Workers: 1})
+	require.NoError(t, err)
+	g := newGated()
+	require.NoError(t, Spawn(e, &g.cell, g))
+	replies, err := Bind(&g.cell, g, (*gated).onReply)
+	require.NoError(t, err)
+	require.NoError(t, Go(replies, func() (int, error) { runtime.Goexit(); return 1, nil }))
+	require.NoError(t, Go(replies, func() (int, error) { panic("boom") }))
+	waitFor(t, "two replies", func() bool { _, rs := g.count(); return len(rs) == 2 })
+	_, rs := g.count()
+	var exits, panics int
+	for _, r := range rs {
+		var pe *PanicError
+		require.ErrorAs(t, r.Err, &pe)
+		assert.Zero(t, r.Value)
+		assert.Equal(t, -1, pe.Worker)
+		if pe.Goexit {
+			exits++
+			assert.Equal(t, "executor: Go function called runtime.Goexit", pe.Error())
+		} else {
+			panics++
+			assert.Equal(t, "executor: Go function panicked: boom", pe.Error())
+		}
+	}
+	assert.Equal(t, 1, exits)
+	assert.Equal(t, 1, panics)
+	require.NoError(t, SendPill(&g.cell, g, NewPill(Finished)))
+	require.NoError(t, e.Stop(context.Background()))
+}

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/actord/actord/actor"
+	"github.com/actord/actord/executor"
 	"github.com/actord/actord/stealing"
 )
 
@@ -20,6 +22,23 @@ var errUsage = errors.New("actord: invalid usage")
 
 // workloadNames lists the workloads, the default first.
 var workloadNames = []string{"mixed", "executor", "repeat", "balance-one", "balance-multi", "matrix", "pipeline"}
+
+// maxSize bounds -size per workload: a size is allocated up front (actors,
+// matrices of size², sessions), so a mistyped one must be refused, not
+// exhaust the memory.
+var maxSize = map[string]int{
+	"mixed":         1_000_000, // sessions
+	"executor":      1_000_000, // actors
+	"repeat":        1_000_000, // servers
+	"balance-one":   1_000_000, // actors
+	"balance-multi": 1_000_000,
+	"matrix":        4096,    // three 4096² matrices of float64: 384 MiB
+	"pipeline":      100_000, // stages
+}
+
+// maxRate bounds -rate: the pipeline keeps a run's messages (2 s of them)
+// and their latencies.
+const maxRate = 1e7
 
 // config is the server's configuration, from flags with environment fallbacks.
 type config struct {
@@ -147,6 +166,10 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	if err := c.logLevel.UnmarshalText([]byte(logLevel)); err != nil {
 		return c, fmt.Errorf("%w: -log-level: %v", errUsage, err)
 	}
+	workers := c.workers
+	if workers == 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
 	switch {
 	case c.logFormat != "text" && c.logFormat != "json":
 		return c, fmt.Errorf("%w: -log-format must be text or json, not %q", errUsage, c.logFormat)
@@ -154,6 +177,14 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		return c, fmt.Errorf("%w: -workers, -queues-per-worker and -size must not be negative", errUsage)
 	case c.rate < 0 || c.duration < 0 || c.report < 0 || c.shutdownTimeout <= 0:
 		return c, fmt.Errorf("%w: -rate, -duration and -report-interval must not be negative, -shutdown-timeout must be positive", errUsage)
+	case !(c.rate <= maxRate): // NaN too
+		return c, fmt.Errorf("%w: -rate %v (at most %g)", errUsage, c.rate, maxRate)
+	case c.size > maxSize[c.workload]:
+		return c, fmt.Errorf("%w: -size %d for workload %s (at most %d)", errUsage, c.size, c.workload, maxSize[c.workload])
+	case c.workers > executor.MaxWorkers:
+		return c, fmt.Errorf("%w: -workers %d (at most %d)", errUsage, c.workers, executor.MaxWorkers)
+	case c.queuesPerWorker > executor.MaxQueues/workers:
+		return c, fmt.Errorf("%w: -queues-per-worker %d for %d workers (at most %d queues in all)", errUsage, c.queuesPerWorker, workers, executor.MaxQueues)
 	}
 	return c, nil
 }

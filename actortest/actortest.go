@@ -70,13 +70,15 @@ type Policy struct {
 // left undelivered (see Policy; StartWith chooses another).
 //
 // The system is deterministic as far as a real executor can be: one worker
-// (actor.WithWorkers(1)), one mailbox (actor.WithQueues(1)) and no stealing
+// (actor.WithWorkers(1)), one mailbox per worker
+// (actor.WithQueuesPerWorker(1)) and no stealing
 // (actor.WithStealing(stealing.None)). Behaviours run one at a time, on one
 // goroutine, and the messages sent by one goroutine (the test's, or the
 // worker's, from behaviours) are received in the order they were sent,
 // whatever actors they go to. Only the interleaving of the messages from
 // different goroutines (the test's and the worker's) depends on timing.
-// opts apply after these settings, and may override them.
+// opts apply after these settings, and may override them: with
+// actor.WithWorkers(2), say, the system has two workers and two mailboxes.
 //
 // A panic in a behaviour is logged when it happens (with t.Logf, including
 // its stack) and fails the test at its end. An option actor.WithErrorHandler
@@ -92,7 +94,7 @@ func StartWith(t TB, p Policy, opts ...actor.Option) *actor.System {
 	t.Helper()
 	all := append([]actor.Option{
 		actor.WithWorkers(1),
-		actor.WithQueues(1),
+		actor.WithQueuesPerWorker(1),
 		actor.WithStealing(stealing.None),
 		actor.WithErrorHandler(func(err error) { t.Logf("actortest: %s", describe(err)) }),
 	}, opts...)

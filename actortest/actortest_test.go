@@ -126,10 +126,24 @@ func TestStartDeterministic(t *testing.T) {
 }
 
 func TestStartOptionsOverride(t *testing.T) {
-	sys := actortest.Start(t, actor.WithQueues(4))
-	cfg, err := sys.Config()
-	require.NoError(t, err)
-	assert.Equal(t, 4, cfg.Queues)
+	for _, tc := range []struct {
+		name            string
+		opts            []actor.Option
+		workers, queues int
+	}{
+		{"defaults", nil, 1, 1},
+		{"queues", []actor.Option{actor.WithQueues(4)}, 1, 4},
+		{"workers", []actor.Option{actor.WithWorkers(2)}, 2, 2},
+		{"queues per worker", []actor.Option{actor.WithWorkers(2), actor.WithQueuesPerWorker(4)}, 2, 8},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sys := actortest.Start(t, tc.opts...)
+			cfg, err := sys.Config()
+			require.NoError(t, err)
+			assert.Equal(t, tc.workers, cfg.Workers)
+			assert.Equal(t, tc.queues, cfg.Queues)
+		})
+	}
 }
 
 func TestStartCleanStop(t *testing.T) {

@@ -81,7 +81,11 @@ func Ask[TR, R any, Req executor.RequestPtr[TR, R]](ctx context.Context, to Port
 // port of the requesting actor's own reply behaviour. With timeout > 0, a
 // request not answered in time ends with a Reply whose Err is
 // context.DeadlineExceeded. A worker never blocks: this is how behaviours
-// ask. Errors: the send's errors, and then nothing arrives at replyTo.
+// ask. The Reply is a message like any other: if replyTo's actor has a
+// bounded mailbox, its overflow policy applies to the Reply too (under
+// Reject or DropNewest, a Reply that finds the mailbox full is lost), so a
+// bounded asker should use DropOldest or leave room for its replies.
+// Errors: the send's errors, and then nothing arrives at replyTo.
 func AskAsync[TR, R any, Req executor.RequestPtr[TR, R]](to Port[Req], req Req, replyTo Port[*Reply[R]], timeout time.Duration) error {
 	if req == nil {
 		panic("actor: AskAsync with a nil request")

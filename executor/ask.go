@@ -223,6 +223,9 @@ func Ask[TR, R any, Req RequestPtr[TR, R]](ctx context.Context, to Port[Req], re
 // With timeout > 0, if no reply came within timeout, the Reply carries
 // context.DeadlineExceeded, and a later reply is counted as late. It never
 // blocks, so behaviours use it where goroutines use Ask; any goroutine may.
+// The Reply is sent through replyTo like any message: a bounded mailbox's
+// overflow policy applies to it (refused under Reject: counted in
+// Stats.LateReplies; dropped under DropNewest: counted as dropped).
 //
 // Errors: the send's errors; then nothing is delivered to replyTo.
 func AskAsync[TR, R any, Req RequestPtr[TR, R]](to Port[Req], req Req, replyTo Port[*Reply[R]], timeout time.Duration) error {

@@ -2,6 +2,9 @@ package remote
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
 
 	"github.com/fxamacker/cbor/v2"
 	"google.golang.org/protobuf/proto"
@@ -105,4 +108,55 @@ func (protoCodec[T, M]) Decode(data []byte) (M, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// Errors of decodeMsg, wrapped in the decode error of a message that is
+// dropped (and, for a request, in the ErrDecode failure sent back).
+var (
+	// errNilMessage: the payload decoded without error to a nil message
+	// (JSON null, CBOR null), which no port may be sent.
+	errNilMessage = errors.New("remote: payload decodes to a nil message")
+	// errCodecPanic: the codec's Decode panicked.
+	errCodecPanic = errors.New("remote: codec panicked while decoding")
+)
+
+// decode calls c.Decode and turns a panic in it into an error wrapping
+// errCodecPanic, so that a codec that panics on malformed remote input
+// cannot crash the goroutine that decodes (the node's subscription
+// goroutine, or an asker's).
+func decode[T any](c Codec[T], data []byte) (v T, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			var zero T
+			v, err = zero, fmt.Errorf("%w: %v", errCodecPanic, r)
+		}
+	}()
+	return c.Decode(data)
+}
+
+// decodeMsg is decode for a message or request received for a local port:
+// a nil result (a nil pointer, interface, map, slice, channel or function)
+// is an error wrapping errNilMessage, since a port must not be sent a nil
+// message (actor.AskFunc panics on one, and a behaviour would dereference
+// it).
+func decodeMsg[T any](c Codec[T], data []byte) (T, error) {
+	v, err := decode(c, data)
+	if err == nil && isNil(v) {
+		return v, errNilMessage
+	}
+	return v, err
+}
+
+// isNil reports whether v is a nil interface, or a nil pointer, map,
+// slice, channel or function.
+func isNil[T any](v T) bool {
+	x := any(v)
+	if x == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(x); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Chan, reflect.Func, reflect.UnsafePointer:
+		return rv.IsNil()
+	}
+	return false
 }

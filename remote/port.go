@@ -46,7 +46,9 @@ type RequestPort[Req, R any] struct {
 // Export makes the local port p reachable by other nodes under name, its
 // messages decoded with c. Messages for it are delivered with p.Send, in the
 // order the node received them; one that fails to decode, or that p refuses
-// (its actor terminated), is counted and logged, never delivered.
+// (its actor terminated), is counted and logged, never delivered. A payload
+// that decodes to a nil message (JSON or CBOR null for a pointer type), or
+// on which the codec's Decode panics, counts as failing to decode.
 //
 // Errors: ErrNameTaken, ErrClosed.
 func Export[M any](n *Node, name string, p actor.Port[M], c Codec[M]) error {
@@ -58,7 +60,7 @@ func Export[M any](n *Node, name string, p actor.Port[M], c Codec[M]) error {
 
 func deliverFunc[M any](n *Node, name string, p actor.Port[M], c Codec[M]) func([]byte) {
 	return func(payload []byte) {
-		m, err := c.Decode(payload)
+		m, err := decodeMsg(c, payload)
 		if err != nil {
 			n.decodeFailed(name, err)
 			return
@@ -78,8 +80,10 @@ func deliverFunc[M any](n *Node, name string, p actor.Port[M], c Codec[M]) func(
 // timeout). No actor or goroutine is created per request. A request the
 // port refuses is answered with the error (actor.ErrTerminated,
 // actor.ErrStopped); so is one whose actor terminates before replying, or
-// that times out (context.DeadlineExceeded). Plain sends through the port
-// work as for Export.
+// that times out (context.DeadlineExceeded). A request that fails to
+// decode (as for Export: nil messages and panicking codecs included) is
+// answered with ErrDecode. Plain sends through the port work as for
+// Export.
 //
 // Errors: ErrNameTaken, ErrClosed.
 func ExportRequest[TR, R any, Req executor.RequestPtr[TR, R]](n *Node, name string, p actor.Port[Req], req Codec[Req], reply Codec[R]) error {
@@ -88,7 +92,7 @@ func ExportRequest[TR, R any, Req executor.RequestPtr[TR, R]](n *Node, name stri
 	}
 	pool := &sync.Pool{}
 	request := func(from *peer, id uint64, timeout time.Duration, payload []byte) {
-		m, err := req.Decode(payload)
+		m, err := decodeMsg(req, payload)
 		if err != nil {
 			n.decodeFailed(name, err)
 			from.fail(id, codeDecode, err.Error())
@@ -347,7 +351,7 @@ func (p *RequestPort[Req, R]) Ask(ctx context.Context, req Req) (R, error) {
 	if res.code != 0 {
 		return zero, failureErr(res.code, res.text)
 	}
-	v, err := p.reply.Decode(res.payload)
+	v, err := decode(p.reply, res.payload)
 	if err != nil {
 		n.st.decodeErrors.Add(1)
 		return zero, fmt.Errorf("%w: reply from %s/%s: %w", ErrDecode, p.p.name, p.name, err)

@@ -1,0 +1,237 @@
+package remote_test
+
+// Tests of a node's robustness against what other nodes send it: malformed
+// or hostile payloads and frames must be refused and counted, never crash
+// the node, kill its actors or grow its memory without bound.
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"hash/fnv"
+	"testing"
+	"time"
+
+	"github.com/actord/actord/actor"
+	"github.com/actord/actord/remote"
+	"github.com/nats-io/nats.go"
+)
+
+// Raw frames, built by hand as a hostile or buggy node could (see the wire
+// format in wire.go).
+
+const (
+	rawKindSend    = 1
+	rawKindRequest = 2
+	rawKindReply   = 3
+	rawKindFailure = 4
+	rawKindPing    = 5
+
+	rawCodeDecode = 3
+)
+
+func typeHash(name string) uint32 {
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	return h.Sum32()
+}
+
+func appendStr(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// rawFrame returns a frame header from sender, to which records are
+// appended.
+func rawFrame(sender string) []byte { return appendStr([]byte{1}, sender) }
+
+func appendSend(b []byte, name, typ, payload string) []byte {
+	b = append(b, rawKindSend)
+	b = appendStr(b, name)
+	b = binary.LittleEndian.AppendUint32(b, typeHash(typ))
+	return appendStr(b, payload)
+}
+
+func appendRequest(b []byte, name, typ string, id, timeoutMicros uint64, payload string) []byte {
+	b = append(b, rawKindRequest)
+	b = appendStr(b, name)
+	b = binary.LittleEndian.AppendUint32(b, typeHash(typ))
+	b = binary.AppendUvarint(b, id)
+	b = binary.AppendUvarint(b, timeoutMicros)
+	return appendStr(b, payload)
+}
+
+// answer is a reply or failure record parsed from a frame.
+type answer struct {
+	kind byte
+	id   uint64
+	code byte // failures only
+}
+
+// parseAnswers returns the reply and failure records of frame, and its
+// sender.
+func parseAnswers(t testing.TB, frame []byte) (sender string, as []answer) {
+	t.Helper()
+	rd := frame[1:]
+	l, k := binary.Uvarint(rd)
+	sender, rd = string(rd[k:k+int(l)]), rd[k+int(l):]
+	for len(rd) > 0 {
+		a := answer{kind: rd[0]}
+		rd = rd[1:]
+		if a.kind != rawKindReply && a.kind != rawKindFailure {
+			t.Fatalf("record of kind %d in an answer frame", a.kind)
+		}
+		a.id, k = binary.Uvarint(rd)
+		rd = rd[k:]
+		if a.kind == rawKindFailure {
+			a.code, rd = rd[0], rd[1:]
+		}
+		l, k := binary.Uvarint(rd)
+		rd = rd[k+int(l):]
+		as = append(as, a)
+	}
+	return sender, as
+}
+
+// rawClient connects to url as a bare NATS client posing as node name: it
+// returns the connection and a subscription on that node's subject.
+func rawClient(t testing.TB, url, name string) (*nats.Conn, *nats.Subscription) {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	must(t, err)
+	t.Cleanup(nc.Close)
+	sub, err := nc.SubscribeSync("actord." + name)
+	must(t, err)
+	must(t, sub.SetPendingLimits(-1, -1))
+	must(t, nc.Flush())
+	return nc, sub
+}
+
+// nextAnswers waits for the next frame on sub and returns its answers.
+func nextAnswers(t testing.TB, sub *nats.Subscription) []answer {
+	t.Helper()
+	m, err := sub.NextMsg(10 * time.Second)
+	must(t, err)
+	_, as := parseAnswers(t, m.Data)
+	return as
+}
+
+var cborHi = "\xa1\x61S\x62hi" // CBOR {"S": "hi"}
+
+// A CBOR null payload for a one-way send decodes to a nil *Add without
+// error: it must be dropped as undecodable, not delivered (the behaviour
+// would dereference it, panic, and the actor would be terminated by one
+// frame from anyone). The frame carries the null send and then a request
+// to the same actor: the records of a frame are delivered in order, so the
+// request's answer shows whether the actor survived the null.
+func TestNullSendIsDecodeError(t *testing.T) {
+	url := startNATS(t, 0)
+	sys := startSystem(t)
+	b := connect(t, sys, url, "b")
+	store := serveStore(t, sys, b)
+	nc, replies := rawClient(t, url, "evil")
+
+	frame := appendSend(rawFrame("evil"), "add", "Add", "\xf6")
+	frame = appendRequest(frame, "echo", "Echo", 7, 0, cborHi)
+	must(t, nc.Publish("actord.b", frame))
+	as := nextAnswers(t, replies)
+	if len(as) != 1 || as[0].kind != rawKindReply || as[0].id != 7 {
+		t.Errorf("request after a null send answered with %+v, want a reply to 7", as)
+	}
+	if s := b.Stats(); s.DecodeErrors != 1 || s.DeadLetters != 0 {
+		t.Errorf("%d decode errors, %d dead letters; want 1 and 0", s.DecodeErrors, s.DeadLetters)
+	}
+	must(t, actor.SendPill(store, actor.FinishedMsg))
+	b.Close()
+	stopSystem(t, sys)
+}
+
+// A JSON null request payload decodes to a nil *Get without error; handed
+// to actor.AskFunc it panicked on the node's subscription goroutine and
+// crashed the process. It must be answered with an ErrDecode failure.
+func TestNullRequestIsDecodeError(t *testing.T) {
+	url := startNATS(t, 0)
+	sys := startSystem(t)
+	b := connect(t, sys, url, "b")
+	store := serveStore(t, sys, b)
+	nc, replies := rawClient(t, url, "evil")
+
+	must(t, nc.Publish("actord.b", appendRequest(rawFrame("evil"), "get", "Get", 1, 0, "null")))
+	as := nextAnswers(t, replies)
+	if len(as) != 1 || as[0].kind != rawKindFailure || as[0].id != 1 || as[0].code != rawCodeDecode {
+		t.Errorf("null request answered with %+v, want a decode failure for 1", as)
+	}
+	if s := b.Stats(); s.DecodeErrors != 1 {
+		t.Errorf("%d decode errors, want 1", s.DecodeErrors)
+	}
+	must(t, actor.SendPill(store, actor.FinishedMsg))
+	b.Close()
+	stopSystem(t, sys)
+}
+
+// panicCodec is CBOR, except that its Decode panics on a payload of one
+// byte 0x00.
+type panicCodec[T any] struct{ remote.Codec[T] }
+
+func (c panicCodec[T]) Decode(b []byte) (T, error) {
+	if len(b) == 1 && b[0] == 0 {
+		panic("panicCodec: bad input")
+	}
+	return c.Codec.Decode(b)
+}
+
+// A codec whose Decode panics on some remote input must not crash the node:
+// the panic is a decode error, for sends, requests and replies alike.
+func TestPanickingCodecIsDecodeError(t *testing.T) {
+	url := startNATS(t, 0)
+	sysA, sysB, a, b := twoNodes(t, url)
+	g, err := actor.Spawn(sysB, &Gate{})
+	must(t, err)
+	echo, _ := actor.Bind(g, (*Gate).OnEcho)
+	must(t, remote.ExportRequest(b, "echo", echo, panicCodec[*Echo]{remote.CBOR[*Echo]()}, panicCodec[string]{remote.CBOR[string]()}))
+	nc, replies := rawClient(t, url, "evil")
+
+	frame := appendSend(rawFrame("evil"), "echo", "Echo", "\x00")
+	frame = appendRequest(frame, "echo", "Echo", 1, 0, "\x00")
+	frame = appendRequest(frame, "echo", "Echo", 2, 0, cborHi)
+	must(t, nc.Publish("actord.b", frame))
+	as := nextAnswers(t, replies)
+	for len(as) < 2 {
+		as = append(as, nextAnswers(t, replies)...)
+	}
+	if as[0].kind != rawKindFailure || as[0].id != 1 || as[0].code != rawCodeDecode || as[1].kind != rawKindReply || as[1].id != 2 {
+		t.Errorf("answers %+v, want a decode failure for 1 and a reply to 2", as)
+	}
+	if s := b.Stats(); s.DecodeErrors != 2 {
+		t.Errorf("%d decode errors, want 2", s.DecodeErrors)
+	}
+
+	// On the asking node, a reply codec that panics on the reply.
+	e, err := remote.ImportRequest(a, "b", "echo", remote.CBOR[*Echo](), remote.Codec[string](alwaysPanic[string]{}))
+	must(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := e.Ask(ctx, &Echo{S: "x"}); !errors.Is(err, remote.ErrDecode) {
+		t.Errorf("Ask with a panicking reply codec: %v, want ErrDecode", err)
+	}
+	must(t, actor.SendPill(g, actor.FinishedMsg))
+	closeAndStop(t, sysA, sysB, a, b)
+}
+
+// alwaysPanic is a codec that encodes as CBOR and panics in Decode.
+type alwaysPanic[T any] struct{}
+
+func (alwaysPanic[T]) Append(dst []byte, v T) ([]byte, error) { return remote.CBOR[T]().Append(dst, v) }
+func (alwaysPanic[T]) Decode([]byte) (T, error)               { panic("alwaysPanic") }
+
+// Gate is an actor whose OnBlock waits until its message's channel is
+// closed, holding up the requests behind it; OnEcho answers.
+type Gate struct{ actor.Actor }
+
+type Block struct {
+	actor.Message
+	ch chan struct{}
+}
+
+func (g *Gate) OnBlock(m *Block) actor.Allocation { <-m.ch; return actor.Nodelete }
+func (g *Gate) OnEcho(m *Echo) actor.Allocation   { m.Reply(m.S); return actor.Nodelete }

@@ -474,7 +474,7 @@ func (n *Node) onMsg(m *nats.Msg) {
 			case kind == kindSend:
 				ex.send(payload)
 			default:
-				ex.request(from, id, time.Duration(tmo)*time.Microsecond, payload)
+				ex.request(from, id, wireTimeout(tmo), payload)
 			}
 		case kindReply:
 			id := r.uvarint()

@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/fnv"
+	"math"
 	"reflect"
+	"time"
 )
 
 // The wire format. Every NATS message between nodes is a frame:
@@ -13,7 +15,7 @@ import (
 //	string  = uvarint length, bytes
 //	record  = kind(1 byte) body
 //	send    = name(string) type(4 bytes) payload(string)
-//	request = name(string) type(4 bytes) id(uvarint) timeout-µs(uvarint, 0: none) payload(string)
+//	request = name(string) type(4 bytes) id(uvarint) timeout-µs(uvarint, 0: none; saturated, see wireTimeout) payload(string)
 //	reply   = id(uvarint) payload(string)
 //	failure = id(uvarint) code(1 byte) text(string)
 //	ping, pong: no body
@@ -46,6 +48,22 @@ const (
 )
 
 var errMalformed = errors.New("remote: malformed frame")
+
+// maxTimeoutMicros is the largest request timeout, in microseconds, that a
+// time.Duration holds.
+const maxTimeoutMicros = math.MaxInt64 / int64(time.Microsecond)
+
+// wireTimeout converts a request record's timeout (microseconds, 0: none)
+// to a time.Duration, saturating at the largest Duration: a larger value,
+// which multiplied out would overflow (to a negative timeout, or a tiny
+// positive one that fails the request at once), means "the largest
+// timeout" (about 292 years).
+func wireTimeout(us uint64) time.Duration {
+	if us > uint64(maxTimeoutMicros) {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(us) * time.Microsecond
+}
 
 // typeHash identifies a message type on the wire: the FNV-1a hash of the
 // Go type's name without its package path, pointers dereferenced ("Add" for

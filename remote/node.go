@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -44,7 +45,11 @@ type Node struct {
 
 	callsMu sync.Mutex // guards calls and nextID
 	calls   map[uint64]*call
-	nextID  uint64
+	// nextID is the last ask id given out. Connect seeds it at random, so
+	// that a node restarted under the same name does not reuse the ids of
+	// its previous incarnation: a reply to one of those, still in flight,
+	// would otherwise complete the new incarnation's ask of the same id.
+	nextID uint64
 
 	done chan struct{}  // closed by Close: flushers and probes return
 	wg   sync.WaitGroup // flusher and probe goroutines
@@ -155,7 +160,9 @@ func Connect(sys *actor.System, url, name string, opts ...Option) (*Node, error)
 		probe:   cfg.probe,
 		peers:   make(map[string]*peer),
 		calls:   make(map[uint64]*call),
-		done:    make(chan struct{}),
+		// Below 2^62: a node would need centuries of asks to wrap.
+		nextID: rand.Uint64() >> 2,
+		done:   make(chan struct{}),
 	}
 	n.st.init()
 	n.header = appendString([]byte{wireVersion}, []byte(name))
@@ -359,17 +366,21 @@ func (n *Node) unregister(id uint64) bool {
 	return ok
 }
 
-// complete hands the answer r to the pending ask id; an answer for an ask
-// that gave up is counted as late.
-func (n *Node) complete(id uint64, r result) {
+// complete hands the answer r, received from the node named sender, to the
+// pending ask id. An answer for an ask that gave up, or from another node
+// than the one the ask was sent to (a reply meant for a previous
+// incarnation of this node, or a forgery), is counted as late and dropped;
+// the ask stays pending.
+func (n *Node) complete(id uint64, sender []byte, r result) {
 	n.callsMu.Lock()
 	c := n.calls[id]
-	delete(n.calls, id)
-	n.callsMu.Unlock()
-	if c == nil {
+	if c == nil || c.peer.name != string(sender) {
+		n.callsMu.Unlock()
 		n.st.lateReplies.Add(1)
 		return
 	}
+	delete(n.calls, id)
+	n.callsMu.Unlock()
 	c.ch <- r
 }
 
@@ -480,7 +491,7 @@ func (n *Node) onMsg(m *nats.Msg) {
 			id := r.uvarint()
 			payload := r.bytes()
 			if r.err == nil {
-				n.complete(id, result{payload: payload})
+				n.complete(id, sender, result{payload: payload})
 			}
 		case kindFailure:
 			id := r.uvarint()
@@ -490,7 +501,7 @@ func (n *Node) onMsg(m *nats.Msg) {
 				if code == 0 || code >= codeNoResponders {
 					code = codeOther
 				}
-				n.complete(id, result{code: code, text: string(text)})
+				n.complete(id, sender, result{code: code, text: string(text)})
 			}
 		case kindPing:
 			if from == nil {

@@ -235,3 +235,122 @@ type Block struct {
 
 func (g *Gate) OnBlock(m *Block) actor.Allocation { <-m.ch; return actor.Nodelete }
 func (g *Gate) OnEcho(m *Echo) actor.Allocation   { m.Reply(m.S); return actor.Nodelete }
+
+// A node restarted under the same name must not take a reply meant for its
+// previous incarnation as the answer to its own ask: ask ids used to
+// restart at 1, so the first incarnation's pending request and the second
+// one's had the same id and the stale reply ("old") answered the new ask.
+func TestStaleReplyAfterRestart(t *testing.T) {
+	url := startNATS(t, 0)
+	sysA, sysB := startSystem(t), startSystem(t)
+	b := connect(t, sysB, url, "b")
+	g, err := actor.Spawn(sysB, &Gate{})
+	must(t, err)
+	block, _ := actor.Bind(g, (*Gate).OnBlock)
+	echo, _ := actor.Bind(g, (*Gate).OnEcho)
+	must(t, remote.ExportRequest(b, "echo", echo, remote.CBOR[*Echo](), remote.CBOR[string]()))
+	gate := make(chan struct{})
+	must(t, block.Send(&Block{ch: gate})) // the actor waits: requests queue behind it
+
+	a1 := connect(t, sysA, url, "a")
+	e1, err := remote.ImportRequest(a1, "b", "echo", remote.CBOR[*Echo](), remote.CBOR[string]())
+	must(t, err)
+	done1 := make(chan error, 1)
+	go func() { _, err := e1.Ask(context.Background(), &Echo{S: "old"}); done1 <- err }()
+	waitFor(t, 10*time.Second, "first request received", func() bool { return b.Stats().Received == 1 })
+	a1.Close() // the first incarnation ends; its ask fails with ErrClosed
+	if err := <-done1; !errors.Is(err, remote.ErrClosed) {
+		t.Errorf("first incarnation's ask: %v, want ErrClosed", err)
+	}
+
+	a2 := connect(t, sysA, url, "a") // restarted, same name
+	e2, err := remote.ImportRequest(a2, "b", "echo", remote.CBOR[*Echo](), remote.CBOR[string]())
+	must(t, err)
+	type res struct {
+		v   string
+		err error
+	}
+	done2 := make(chan res, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		v, err := e2.Ask(ctx, &Echo{S: "new"})
+		done2 <- res{v, err}
+	}()
+	waitFor(t, 10*time.Second, "second request received", func() bool { return b.Stats().Received == 2 })
+	close(gate)
+	if r := <-done2; r.err != nil || r.v != "new" {
+		t.Errorf("restarted node's Ask(\"new\") = %q, %v", r.v, r.err)
+	}
+	if s := a2.Stats(); s.LateReplies != 1 {
+		t.Errorf("restarted node: %d late replies, want 1 (the reply to \"old\")", s.LateReplies)
+	}
+	a2.Close()
+	b.Close()
+	must(t, actor.SendPill(g, actor.FinishedMsg))
+	stopSystem(t, sysA)
+	stopSystem(t, sysB)
+}
+
+// An answer to an ask from another node than the one asked is counted as
+// late and leaves the ask pending: only the node asked can answer. Node
+// "b" is a bare NATS client here, so that the test sees the request's id.
+func TestAnswerFromAnotherNodeIsLate(t *testing.T) {
+	url := startNATS(t, 0)
+	sys := startSystem(t)
+	a := connect(t, sys, url, "a")
+	bConn, bSub := rawClient(t, url, "b")
+	evil, _ := rawClient(t, url, "evil")
+	e, err := remote.ImportRequest(a, "b", "echo", remote.CBOR[*Echo](), remote.CBOR[string]())
+	must(t, err)
+	type res struct {
+		v   string
+		err error
+	}
+	done := make(chan res, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		v, err := e.Ask(ctx, &Echo{S: "x"})
+		done <- res{v, err}
+	}()
+	m, err := bSub.NextMsg(10 * time.Second)
+	must(t, err)
+	id := requestID(t, m.Data)
+
+	// reply is a frame from sender answering the request with s (a CBOR
+	// text string of fewer than 24 bytes).
+	reply := func(sender, s string) []byte {
+		f := append(rawFrame(sender), rawKindReply)
+		f = binary.AppendUvarint(f, id)
+		return appendStr(f, string([]byte{0x60 + byte(len(s))})+s)
+	}
+	must(t, evil.Publish("actord.a", reply("evil", "forged")))
+	waitFor(t, 10*time.Second, "the forged reply counted", func() bool { return a.Stats().LateReplies == 1 })
+	if s := a.Stats(); s.AsksPending != 1 {
+		t.Fatalf("%d asks pending after a reply from another node, want 1", s.AsksPending)
+	}
+	must(t, bConn.Publish("actord.a", reply("b", "ok")))
+	if r := <-done; r.err != nil || r.v != "ok" {
+		t.Errorf("Ask = %q, %v; want the reply from b", r.v, r.err)
+	}
+	a.Close()
+	stopSystem(t, sys)
+}
+
+// requestID returns the id of the request that is the only record of
+// frame.
+func requestID(t testing.TB, frame []byte) uint64 {
+	t.Helper()
+	rd := frame[1:]
+	l, k := binary.Uvarint(rd)
+	rd = rd[k+int(l):]
+	if rd[0] != rawKindRequest {
+		t.Fatalf("record of kind %d, want a request", rd[0])
+	}
+	rd = rd[1:]
+	l, k = binary.Uvarint(rd) // name
+	rd = rd[k+int(l)+4:]      // and type
+	id, _ := binary.Uvarint(rd)
+	return id
+}

@@ -245,6 +245,9 @@ func (p *Port[M]) Name() string { return p.name }
 // Errors: ErrEncode (wrapping the codec's error), ErrTooLarge,
 // ErrNoResponders (the remote node is known to be down), ErrClosed.
 func (p *Port[M]) Send(msg M) error {
+	if p.n.closed.Load() {
+		return ErrClosed
+	}
 	if p.p.down.Load() {
 		p.n.st.noResponders.Add(1)
 		return ErrNoResponders
@@ -298,6 +301,9 @@ func (p *RequestPort[Req, R]) Ask(ctx context.Context, req Req) (R, error) {
 	}
 	if err := ctx.Err(); err != nil {
 		return zero, err
+	}
+	if n.closed.Load() {
+		return zero, ErrClosed
 	}
 	if p.p.down.Load() {
 		n.st.noResponders.Add(1)

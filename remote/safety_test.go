@@ -354,3 +354,26 @@ func requestID(t testing.TB, frame []byte) uint64 {
 	id, _ := binary.Uvarint(rd)
 	return id
 }
+
+// Sends and asks after Close return ErrClosed, also to a node found down
+// before Close (they returned ErrNoResponders), and a closed node has no
+// peer down.
+func TestClosedWhileDown(t *testing.T) {
+	url := startNATS(t, 0)
+	sys := startSystem(t)
+	a := connect(t, sys, url, "a")
+	c := importStore(t, a, "nobody")
+	_ = c.add.Send(&Add{N: 1}) // nobody answers "no responders"
+	waitFor(t, 10*time.Second, "peer down", func() bool { return a.Stats().PeersDown == 1 })
+	a.Close()
+	if err := c.add.Send(&Add{N: 2}); !errors.Is(err, remote.ErrClosed) {
+		t.Errorf("Send after Close: %v, want ErrClosed", err)
+	}
+	if _, err := c.echo.Ask(context.Background(), &Echo{S: "x"}); !errors.Is(err, remote.ErrClosed) {
+		t.Errorf("Ask after Close: %v, want ErrClosed", err)
+	}
+	if s := a.Stats(); s.PeersDown != 0 {
+		t.Errorf("%d peers down after Close, want 0", s.PeersDown)
+	}
+	stopSystem(t, sys)
+}

@@ -25,7 +25,7 @@ type Stats struct {
 	AsksTimedOut  uint64 // asks ended by their context
 	LateReplies   uint64 // answers that came after their ask gave up
 	Dropped       uint64 // frames dropped by the NATS client as a slow consumer
-	PeersDown     uint64 // nodes currently found to have no responders
+	PeersDown     uint64 // nodes currently found to have no responders (0 once the node is closed)
 	// AskLatency is the distribution of remote ask durations, from send to
 	// answer or failure (context endings excluded).
 	AskLatency Histogram
@@ -87,7 +87,9 @@ func (n *Node) Stats() Stats {
 	if d, err := n.sub.Dropped(); err == nil && d > 0 {
 		s.Dropped = uint64(d)
 	}
-	s.PeersDown = uint64(max(n.downPeers.Load(), 0))
+	if !n.closed.Load() {
+		s.PeersDown = uint64(max(n.downPeers.Load(), 0))
+	}
 	h := Histogram{Bounds: AskLatencyBounds, Counts: make([]uint64, len(c.latCounts))}
 	for i := range c.latCounts {
 		h.Counts[i] = c.latCounts[i].Load()

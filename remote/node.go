@@ -199,15 +199,30 @@ func (n *Node) Subject() string { return n.subject }
 // not close it: Close does.
 func (n *Node) Conn() *nats.Conn { return n.nc }
 
+// flushBound bounds Flush when its context has no deadline.
+const flushBound = time.Minute
+
 // Flush publishes what the node has batched and waits until the NATS server
 // has received it (a round trip to the server, not to the remote nodes), or
-// ctx ends.
+// ctx ends. Every message sent before Flush is called is covered, including
+// those that another goroutine is publishing at the time: Flush waits for
+// it. A ctx without deadline is given one of a minute (flushBound), since
+// nats.go's flush needs one.
+//
+// Errors: ErrClosed, ctx.Err(), and those of nats.Conn.FlushWithContext.
 func (n *Node) Flush(ctx context.Context) error {
 	if n.closed.Load() {
 		return ErrClosed
 	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, flushBound)
+		defer cancel()
+	}
 	for _, p := range n.peerList() {
-		p.flushNow()
+		if err := p.flush(ctx); err != nil {
+			return err
+		}
 	}
 	return n.nc.FlushWithContext(ctx)
 }

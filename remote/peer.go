@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"sync"
@@ -20,6 +21,13 @@ import (
 // links cost one frame per record. Records are appended and frames taken
 // under mu, and one publisher at a time publishes them, on the node's one
 // connection: the remote node receives them in append order.
+//
+// Flushing: frames are numbered in the order they are closed (cut into
+// full, or taken from buf by the publisher), which is the order they are
+// published in; framed counts the frames closed and published those whose
+// publish has returned. flush, for Node.Flush and close, waits until every
+// frame closed or being filled when it was called is published, taking
+// over the publishing if nobody is at it.
 type peer struct {
 	n       *Node
 	name    string
@@ -34,6 +42,12 @@ type peer struct {
 	kicked   bool       // the flusher has been woken and has not run yet
 	closed   bool
 	probing  bool // a probe goroutine runs
+	// framed counts the frames closed, published those whose publish has
+	// returned (in that order: published <= framed).
+	framed, published uint64
+	// progress is broadcast, with mu held, when published grows and when
+	// flushing is cleared; flush waits on it. Its L is &mu.
+	progress sync.Cond
 
 	// down is set when the server reported no responders for the node's
 	// subject and cleared by its pong or any frame from it; read without
@@ -45,6 +59,7 @@ type peer struct {
 
 func newPeer(n *Node, name string) *peer {
 	p := &peer{n: n, name: name, subject: n.prefix + "." + name, kick: make(chan struct{}, 1)}
+	p.progress.L = &p.mu
 	p.buf = append(make([]byte, 0, 512), n.header...)
 	return p
 }
@@ -67,6 +82,7 @@ func (p *peer) put(head, payload []byte, urgent, withPayload bool) error {
 		return ErrClosed
 	}
 	if len(p.buf) > hl && len(p.buf)+size > n.batchBytes {
+		p.framed++
 		p.full = append(p.full, p.buf)
 		p.buf = append(make([]byte, 0, n.batchBytes), n.header...)
 	}
@@ -107,12 +123,14 @@ func (p *peer) drain() {
 			p.full[0] = nil
 			p.full = p.full[1:]
 		case len(p.buf) > hl:
+			p.framed++
 			frame = p.buf
 			p.buf = append(p.spare[:0], n.header...)
 			p.spare = nil
 			fromBuf = true
 		default:
 			p.flushing = false
+			p.progress.Broadcast()
 			p.mu.Unlock()
 			return
 		}
@@ -128,6 +146,8 @@ func (p *peer) drain() {
 			n.st.bytesOut.Add(uint64(len(frame)))
 		}
 		p.mu.Lock()
+		p.published++
+		p.progress.Broadcast()
 		if fromBuf && cap(frame) <= 2*n.batchBytes {
 			p.spare = frame[:0]
 		}
@@ -148,7 +168,9 @@ func (p *peer) flusher() {
 	}
 }
 
-// flushNow publishes what is batched unless someone is publishing already.
+// flushNow publishes what is batched unless someone is publishing already
+// (who then publishes it): it never waits for another publisher. The
+// flusher goroutine uses it.
 func (p *peer) flushNow() {
 	p.mu.Lock()
 	p.kicked = false
@@ -160,12 +182,49 @@ func (p *peer) flushNow() {
 	p.drain()
 }
 
-// close publishes what is batched and refuses later records.
+// flush returns once every record put before it was called has been
+// handed to the NATS connection (published, or refused and counted in
+// Stats.PublishErrors), or with ctx.Err() if ctx ends first. If another
+// goroutine is publishing, flush waits for it to publish those records (it
+// publishes until nothing is left); otherwise flush publishes them itself.
+func (p *peer) flush(ctx context.Context) error {
+	p.mu.Lock()
+	target := p.framed // the frames to wait for: those closed, and buf
+	if len(p.buf) > len(p.n.header) {
+		target++
+	}
+	if p.flushing && p.published < target {
+		// Wake the wait below when ctx ends.
+		stop := context.AfterFunc(ctx, func() {
+			p.mu.Lock()
+			p.progress.Broadcast()
+			p.mu.Unlock()
+		})
+		defer stop()
+		for p.flushing && p.published < target {
+			if err := ctx.Err(); err != nil {
+				p.mu.Unlock()
+				return err
+			}
+			p.progress.Wait()
+		}
+	}
+	if p.published >= target {
+		p.mu.Unlock()
+		return nil
+	}
+	p.flushing = true
+	p.drain()
+	return nil
+}
+
+// close refuses later records and publishes those put before, waiting for
+// another goroutine's publishing to end if need be.
 func (p *peer) close() {
 	p.mu.Lock()
 	p.closed = true
 	p.mu.Unlock()
-	p.flushNow()
+	_ = p.flush(context.Background())
 }
 
 // fail sends a failure record answering the request id.

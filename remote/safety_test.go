@@ -377,3 +377,16 @@ func TestClosedWhileDown(t *testing.T) {
 	}
 	stopSystem(t, sys)
 }
+
+// Flush with a context without deadline works (nats.go's flush refuses
+// such a context: Flush gives it a bound).
+func TestFlushWithoutDeadline(t *testing.T) {
+	url := startNATS(t, 0)
+	sysA, sysB, a, b := twoNodes(t, url)
+	store := serveStore(t, sysB, b)
+	c := importStore(t, a, "b")
+	must(t, c.add.Send(&Add{N: 0}))
+	must(t, a.Flush(context.Background()))
+	must(t, actor.SendPill(store, actor.FinishedMsg))
+	closeAndStop(t, sysA, sysB, a, b)
+}

@@ -6,6 +6,7 @@ package remote
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"math"
@@ -157,5 +158,70 @@ func TestWireTimeoutSaturates(t *testing.T) {
 		if got := wireTimeout(c.us); got != c.want {
 			t.Errorf("wireTimeout(%d) = %v, want %v", c.us, got, c.want)
 		}
+	}
+}
+
+// A peer evicted from n.peers keeps working for whoever holds it (a
+// replier answering one of its requests), and a down peer's eviction
+// keeps Stats.PeersDown consistent.
+func TestEvictedPeerKeepsWorking(t *testing.T) {
+	n := testNode(t, "b")
+	p, _ := n.peer([]byte("x"), false)
+	p.markDown()
+	if d := n.Stats().PeersDown; d != 1 {
+		t.Fatalf("%d peers down, want 1", d)
+	}
+	n.mu.Lock()
+	n.evictTransient()
+	_, kept := n.peers["x"]
+	transient := n.transient
+	n.mu.Unlock()
+	if kept || transient != 0 {
+		t.Errorf("after eviction: kept %v, %d transient peers", kept, transient)
+	}
+	if d := n.Stats().PeersDown; d != 0 {
+		t.Errorf("%d peers down after the down peer's eviction, want 0", d)
+	}
+	p.fail(1, codeOther, "answer") // as a replier would
+	if s := n.Stats(); s.FramesSent != 1 || s.PublishErrors != 0 {
+		t.Errorf("evicted peer's answer: %d frames sent, %d publish errors; want 1, 0", s.FramesSent, s.PublishErrors)
+	}
+}
+
+// Imported peers are never evicted, and importing from a node known only
+// as a sender turns its peer from transient into imported.
+func TestImportedPeersAreKept(t *testing.T) {
+	n := testNode(t, "b")
+	if _, err := Import(n, "imp", "add", CBOR[*tAdd]()); err != nil {
+		t.Fatal(err)
+	}
+	for i := range maxTransientPeers + 10 {
+		n.peer(fmt.Appendf(nil, "t%d", i), false)
+	}
+	n.mu.Lock()
+	_, kept := n.peers["imp"]
+	peers, transient := len(n.peers), n.transient
+	n.mu.Unlock()
+	if !kept || peers != maxTransientPeers+1 || transient != maxTransientPeers {
+		t.Errorf("imported peer kept: %v; %d peers, %d transient; want true, %d, %d", kept, peers, transient, maxTransientPeers+1, maxTransientPeers)
+	}
+	var name string
+	n.mu.Lock()
+	for k, p := range n.peers {
+		if !p.imported.Load() {
+			name = k
+			break
+		}
+	}
+	n.mu.Unlock()
+	port, err := Import(n, name, "add", CBOR[*tAdd]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.mu.Lock()
+	transient = n.transient
+	n.mu.Unlock()
+	if !port.p.imported.Load() || transient != maxTransientPeers-1 {
+		t.Errorf("after importing from transient peer %s: imported %v, %d transient; want true, %d", name, port.p.imported.Load(), transient, maxTransientPeers-1)
 	}
 }

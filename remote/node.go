@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -38,10 +39,14 @@ type Node struct {
 	// goroutine; writers replace it while holding mu.
 	exports atomic.Pointer[map[string]*export]
 
-	mu     sync.Mutex // guards peers, closed (writes), and export writes
-	peers  map[string]*peer
-	closed atomic.Bool // set under mu by Close; read anywhere
-	atEnd  []func()    // run by Close (forwarders' pills)
+	mu    sync.Mutex // guards peers, transient, closed (writes), and export writes
+	peers map[string]*peer
+	// transient counts the peers in peers that were never imported
+	// (created to answer a request or a ping); at maxTransientPeers,
+	// creating one evicts another.
+	transient int
+	closed    atomic.Bool // set under mu by Close; read anywhere
+	atEnd     []func()    // run by Close (forwarders' pills)
 
 	callsMu sync.Mutex // guards calls and nextID
 	calls   map[uint64]*call
@@ -185,8 +190,17 @@ func Connect(sys *actor.System, url, name string, opts ...Option) (*Node, error)
 	return n, nil
 }
 
+// notInToken are the bytes a node name (a NATS subject token) must not
+// contain.
+const notInToken = ".*> \t\r\n"
+
 func validToken(s string) bool {
-	return s != "" && !strings.ContainsAny(s, ".*> \t\r\n")
+	return s != "" && !strings.ContainsAny(s, notInToken)
+}
+
+// validSender is validToken for a frame's sender.
+func validSender(b []byte) bool {
+	return len(b) > 0 && !bytes.ContainsAny(b, notInToken)
 }
 
 // Name returns the node's name.
@@ -295,22 +309,71 @@ func (n *Node) peerList() []*peer {
 	return ps
 }
 
-// peer returns the peer for the node named name, creating it (and its
-// flusher) if needed; nil once the node is closed.
-func (n *Node) peer(name []byte) *peer {
+// maxTransientPeers bounds the peers that were never imported: they are
+// created by remote input (a request or a ping from a node this node
+// does not import from), which must not grow the node's memory without
+// bound.
+const maxTransientPeers = 1024
+
+// peer returns the peer for the node named name, creating it if needed;
+// nil once the node is closed.
+//
+// With imported set (Import), the peer is marked imported, and the first
+// time it is, its flusher goroutine starts and nowImported is true.
+// Otherwise (a request or ping from that node, on the subscription
+// goroutine) a new peer has no flusher: only Port.Send, which needs
+// Import, batches records for the flusher; answers are urgent and
+// published by their caller. Such a transient peer is forgotten, when
+// maxTransientPeers of them exist and another one is needed, so that
+// senders under ever new names cannot grow the node without bound.
+func (n *Node) peer(name []byte, imported bool) (p *peer, nowImported bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if p := n.peers[string(name)]; p != nil {
-		return p
-	}
 	if n.closed.Load() {
-		return nil
+		return nil, false
 	}
-	p := newPeer(n, string(name))
-	n.peers[p.name] = p
-	n.wg.Add(1)
+	p = n.peers[string(name)]
+	if p == nil {
+		if !imported && n.transient >= maxTransientPeers {
+			n.evictTransient()
+		}
+		p = newPeer(n, string(name))
+		n.peers[p.name] = p
+		n.transient++
+	}
+	if !imported || p.imported.Load() {
+		return p, false
+	}
+	p.imported.Store(true)
+	n.transient--
+	n.wg.Add(1) // before Close's wg.Wait: Close sets closed under mu
 	go p.flusher()
-	return p
+	return p, true
+}
+
+// evictTransient removes a peer that was never imported (the first that
+// map iteration, which starts at random, finds) from n.peers. Called with
+// n.mu held, on the subscription goroutine. The peer object keeps working
+// for whoever holds it (a replier answering one of its requests), and the
+// next frame from that node creates a new one.
+//
+// If the evicted peer was down, its down flag is cleared so that downPeers
+// counts only peers in n.peers. The down flag of a peer never imported is
+// set (noResponders) and cleared (onMsg) only on the subscription
+// goroutine, after finding the peer in n.peers, so it cannot change once
+// evicted.
+func (n *Node) evictTransient() {
+	for name, p := range n.peers {
+		if p.imported.Load() {
+			continue
+		}
+		delete(n.peers, name)
+		n.transient--
+		if p.down.Swap(false) {
+			n.downPeers.Add(-1)
+		}
+		return
+	}
 }
 
 func (n *Node) addExport(name string, ex *export) error {
@@ -447,7 +510,7 @@ func (n *Node) onMsg(m *nats.Msg) {
 		return
 	}
 	sender := r.bytes()
-	if r.err != nil {
+	if r.err != nil || !validSender(sender) {
 		n.malformed(m)
 		return
 	}
@@ -479,7 +542,7 @@ func (n *Node) onMsg(m *nats.Msg) {
 			}
 			n.st.received.Add(1)
 			if kind == kindRequest && from == nil {
-				if from = n.peer(sender); from == nil {
+				if from, _ = n.peer(sender, false); from == nil {
 					return // closed
 				}
 			}
@@ -520,13 +583,17 @@ func (n *Node) onMsg(m *nats.Msg) {
 			}
 		case kindPing:
 			if from == nil {
-				if from = n.peer(sender); from == nil {
+				if from, _ = n.peer(sender, false); from == nil {
 					return
 				}
 			}
 			from.put([]byte{kindPong}, nil, true, false)
 		case kindPong:
-			if p := n.peer(sender); p != nil {
+			// Only a peer this node knows can have been pinged.
+			n.mu.Lock()
+			p := n.peers[string(sender)]
+			n.mu.Unlock()
+			if p != nil {
 				p.markUp()
 			}
 		default:

@@ -10,12 +10,14 @@ import (
 )
 
 // peer is the link from this node to one other node: the frame being
-// filled, frames waiting to be published, and the goroutine that publishes
-// them.
+// filled, frames waiting to be published, and, once the node imported a
+// port of it, the goroutine that publishes one-way sends.
 //
 // Batching: a one-way send appends its record to buf and, if nobody is
-// publishing, wakes the flusher goroutine; asks and replies (urgent) publish
-// at once from the caller's goroutine if nobody is publishing. Whoever
+// publishing, wakes the flusher goroutine; asks, replies, failures, pings
+// and pongs (urgent) publish at once from the caller's goroutine if nobody
+// is publishing. A peer created only to answer another node (a request, a
+// ping) has no flusher: it only ever gets urgent records. Whoever
 // publishes (flushing set) takes frames until none is left, so records
 // appended meanwhile ride in the next frame: under load frames grow, idle
 // links cost one frame per record. Records are appended and frames taken
@@ -53,7 +55,10 @@ type peer struct {
 	// subject and cleared by its pong or any frame from it; read without
 	// lock by senders. Its transitions update n.downPeers.
 	down atomic.Bool
-	// imported is set by Import: the peer is probed while down.
+	// imported is set by Import, under n.mu, never cleared: the peer then
+	// has a flusher goroutine, is probed while down, and is never evicted
+	// from n.peers (see Node.peer). Read without lock by put and markDown;
+	// read under n.mu where it decides eviction.
 	imported atomic.Bool
 }
 
@@ -93,7 +98,7 @@ func (p *peer) put(head, payload []byte, urgent, withPayload bool) error {
 	switch {
 	case p.flushing:
 		p.mu.Unlock()
-	case urgent:
+	case urgent || !p.imported.Load(): // no flusher without Import
 		p.flushing = true
 		p.drain()
 	case !p.kicked:

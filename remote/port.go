@@ -207,11 +207,11 @@ func Import[M any](n *Node, node, name string, c Codec[M]) (*Port[M], error) {
 	if !validToken(node) {
 		return nil, fmt.Errorf("%w: %q", ErrBadName, node)
 	}
-	p := n.peer([]byte(node))
+	p, nowImported := n.peer([]byte(node), true)
 	if p == nil {
 		return nil, ErrClosed
 	}
-	if !p.imported.Swap(true) && p.down.Load() {
+	if nowImported && p.down.Load() {
 		p.markDown() // start probing it
 	}
 	return &Port[M]{n: n, p: p, name: name, hash: typeHash(c), codec: c}, nil

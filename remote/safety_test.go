@@ -8,7 +8,9 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/fnv"
+	"runtime"
 	"testing"
 	"time"
 
@@ -389,4 +391,71 @@ func TestFlushWithoutDeadline(t *testing.T) {
 	must(t, a.Flush(context.Background()))
 	must(t, actor.SendPill(store, actor.FinishedMsg))
 	closeAndStop(t, sysA, sysB, a, b)
+}
+
+// Every new sender name in a ping (or a request) used to create a peer,
+// with its own flusher goroutine, kept as long as the node: frames from
+// made-up senders grew goroutines and memory without bound. Now a peer
+// that was never imported has no goroutine, and at most
+// MaxTransientPeers of them are kept. The ghosts do not exist, so the
+// node's pongs to them come back as "no responders" and mark them down;
+// the second round of ghosts evicts peers of the first, down ones, and
+// PeersDown must count only the peers kept.
+func TestSendersUnderNewNamesAreBounded(t *testing.T) {
+	url := startNATS(t, 0)
+	sys := startSystem(t)
+	b := connect(t, sys, url, "b")
+	nc, last := rawClient(t, url, "last")
+	before := runtime.NumGoroutine()
+	const rounds, per = 2, remote.MaxTransientPeers
+	for r := range rounds {
+		for i := range per {
+			must(t, nc.Publish("actord.b", append(rawFrame(fmt.Sprintf("ghost%d-%d", r, i)), rawKindPing)))
+		}
+		// The pong to "last" comes after the pongs to the ghosts, and the
+		// answer to a request then after the server's "no responders" for
+		// them: the node has handled those when the answer comes.
+		must(t, nc.Publish("actord.b", append(rawFrame("last"), rawKindPing)))
+		_, err := last.NextMsg(10 * time.Second)
+		must(t, err)
+		must(t, nc.Publish("actord.b", appendRequest(rawFrame("last"), "nope", "Echo", 1, 0, "")))
+		nextAnswers(t, last)
+	}
+
+	if g := runtime.NumGoroutine() - before; g >= per/2 {
+		t.Errorf("pings from %d made-up senders left %d more goroutines", rounds*per, g)
+	}
+	peers := remote.PeerCount(b)
+	if peers > remote.MaxTransientPeers {
+		t.Errorf("%d peers kept after pings from %d senders, want at most %d", peers, rounds*per+1, remote.MaxTransientPeers)
+	}
+	if s := b.Stats(); s.PeersDown == 0 || s.PeersDown > uint64(peers) {
+		t.Errorf("%d peers down of %d kept", s.PeersDown, peers)
+	}
+	b.Close()
+	stopSystem(t, sys)
+}
+
+// A frame whose sender is not a valid node name is malformed: dropped,
+// counted, and it creates no peer.
+func TestInvalidSenderIsMalformed(t *testing.T) {
+	url := startNATS(t, 0)
+	sys := startSystem(t)
+	b := connect(t, sys, url, "b")
+	nc, last := rawClient(t, url, "last")
+	bad := []string{"", "a.b", "*", ">", "a b", "a\nb"}
+	for _, s := range bad {
+		must(t, nc.Publish("actord.b", append(rawFrame(s), rawKindPing)))
+	}
+	must(t, nc.Publish("actord.b", append(rawFrame("last"), rawKindPing)))
+	_, err := last.NextMsg(10 * time.Second) // the frames before were handled
+	must(t, err)
+	if s := b.Stats(); s.DecodeErrors != uint64(len(bad)) {
+		t.Errorf("%d decode errors, want %d", s.DecodeErrors, len(bad))
+	}
+	if p := remote.PeerCount(b); p != 1 {
+		t.Errorf("%d peers, want 1 (last)", p)
+	}
+	b.Close()
+	stopSystem(t, sys)
 }

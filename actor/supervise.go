@@ -49,7 +49,9 @@ func WithResume() SpawnOption {
 // WithEscalate hands each panic to a supervisor: the actor is suspended
 // (its messages wait, in order) and supervisor receives a *Failure, whose
 // Resume, Restart (running reset, which may be nil) or Stop method decides.
-// If the supervisor cannot be sent to, the actor terminates (ReasonPanic).
+// If the supervisor cannot be sent to, or the Failure can never be decided
+// (the supervisor's bounded mailbox drops it, or the supervisor terminates
+// before deciding it), the actor terminates (ReasonPanic).
 func WithEscalate(supervisor Port[*Failure], reset func()) SpawnOption {
 	return spawnOption(func(o *executor.SpawnOptions) {
 		o.OnPanic, o.Supervisor, o.Reset = executor.Escalate, supervisor, reset

@@ -74,8 +74,9 @@ func (a *Asked[R]) Reply(v R) error {
 }
 
 // undeliverable is implemented by every request type (promoted from
-// Asked): the executor calls it when it drops a request that can never be
-// answered.
+// Asked) and by *Failure: the executor calls it when it drops a message
+// whose sender waits for an answer that can then never come (a reply, a
+// supervisor's decision).
 type undeliverable interface{ undelivered(err error) }
 
 func (a *Asked[R]) undelivered(err error) {
@@ -250,9 +251,10 @@ func askLater[TR, R any, Req RequestPtr[TR, R]](to Port[Req], req Req, t *askTar
 	}
 	if err := to.Send(req); err != nil {
 		if !t.done.CompareAndSwap(false, true) {
-			// The timeout fired during the send and has reported the
-			// request's end (context.DeadlineExceeded): the end is
-			// reported once, there.
+			// Someone completed the request during the failing send: its
+			// timeout (context.DeadlineExceeded), or the termination of
+			// a supervised or bounded actor that dropped it once queued.
+			// That reported the request's end; it is reported once.
 			return nil
 		}
 		e.askDone()

@@ -174,6 +174,7 @@ func (w *worker) terminate(c *Cell, alive uint32, st Allocation) {
 //   - out of a behaviour: its actor is terminated, without hooks.
 func (w *worker) recovered(r any, goexit bool) {
 	env := w.delivering() // the envelope being delivered
+	inPriv := w.sup.inPriv
 	w.sup.inPriv = false
 	c := env.cell
 	stack := debug.Stack()
@@ -191,6 +192,12 @@ func (w *worker) recovered(r any, goexit bool) {
 		w.e.actorGone()
 	case w.inMsgHook:
 		w.inMsgHook = false
+		if inPriv && s|cellPlain == env.want {
+			// The panic unwound drainPrivate, which had the private
+			// queue scheduled: schedule what is left, or its messages
+			// would wait forever.
+			w.reschedule(c, c.ext.Load(), env.want)
+		}
 	case s|cellPlain == env.want:
 		// The behaviour panicked while this incarnation was alive. Only
 		// this worker can end it, so obj is stable until the dead store.

@@ -86,10 +86,12 @@ const (
 	// or it has been spawned again since).
 	ReasonUnknown Reason = iota
 	// ReasonNormal: a behaviour returned Delete, Destroy or Finished (a
-	// poison pill included), or its supervisor's Failure.Stop.
+	// poison pill included).
 	ReasonNormal
 	// ReasonPanic: a behaviour panicked and its directive was Terminate,
-	// or a lifecycle hook or reset function panicked.
+	// or its supervisor stopped it (Failure.Stop, or a Failure that never
+	// reached a decision: see Failure), or a lifecycle hook or reset
+	// function panicked.
 	ReasonPanic
 	// ReasonBudget: the actor panicked more often than its restart budget
 	// allows.
@@ -163,7 +165,12 @@ type Terminated struct {
 // Failure is what an actor with the Escalate directive sends its
 // supervisor when a behaviour panics. The actor is suspended (its messages
 // wait, in order) until the supervisor decides with exactly one of Resume,
-// Restart or Stop; an undecided failure keeps the actor suspended.
+// Restart or Stop; an undecided failure keeps the actor suspended. A
+// Failure that no supervisor can decide terminates the actor (ReasonPanic),
+// as Stop would: one that the supervisor's bounded mailbox drops
+// (DropNewest, DropOldest), one still queued when the supervisor
+// terminates, and one whose receiving behaviour terminates its supervisor
+// (returns Delete, Destroy or Finished, or panics) without deciding.
 type Failure struct {
 	Message
 	// Err holds the actor, the message it failed on (dropped), the
@@ -186,6 +193,11 @@ func (f *Failure) Restart() error { return f.decide(Restart) }
 
 // Stop terminates the actor (ReasonPanic). Errors as for Resume.
 func (f *Failure) Stop() error { return f.decide(Terminate) }
+
+// undelivered decides Terminate for a Failure that the executor drops
+// (dropped): nobody is left to decide it. A decision made before loses
+// nothing: decide's CAS makes the first decision the only one.
+func (f *Failure) undelivered(error) { _ = f.decide(Terminate) }
 
 func (f *Failure) decide(d Directive) error {
 	if f.cell == nil {
@@ -217,7 +229,8 @@ type SpawnOptions struct {
 	// restart at once. While paused the actor's messages wait.
 	MinBackoff, MaxBackoff time.Duration
 	// Supervisor receives a *Failure per panic for the Escalate directive.
-	// If it cannot be sent to, the actor terminates (ReasonPanic).
+	// If it cannot be sent to, or the Failure can never be decided (see
+	// Failure), the actor terminates (ReasonPanic).
 	Supervisor Port[*Failure]
 	// MailboxBound, if positive, bounds the messages queued for the actor
 	// (not counting the one being delivered, nor poison pills, which are
@@ -363,9 +376,14 @@ type supState struct {
 	privSent, ctlSent atomic.Uint64
 
 	// mu guards exts: the extended actors spawned (or watched) and not yet
-	// terminated, so that a forced Stop can finish them.
-	mu   sync.Mutex
-	exts map[*Cell]*cellExt
+	// terminated, so that a forced Stop can finish them; and stopped, set
+	// by that Stop (stopExts) when it takes exts: a Watch of a plain actor
+	// that comes later (a worker stuck in a behaviour keeps the executor
+	// from closing) finds it, under mu, and notifies itself, since nothing
+	// would finish an extension registered after that.
+	mu      sync.Mutex
+	exts    map[*Cell]*cellExt
+	stopped bool
 }
 
 // extended registers an extended actor.
@@ -982,10 +1000,18 @@ func WatchChan[M any](target Port[M]) (<-chan *Terminated, error) {
 // the word), or it finds x.done, or it finds the incarnation gone and
 // notifies itself, taking itself out of x.watchers first when its own CAS
 // failed (under x.mu, so finish cannot have notified it unless done is
-// set, which it checks).
+// set, which it checks). After a forced Stop has taken the registry
+// (sup.stopped), a watch of a plain actor takes itself out the same way and
+// notifies itself (ReasonStopped): the Stop finishes only what it took.
+// The extension is used only if the word is unchanged after it was loaded,
+// so a watch through an old port never takes, or replaces, a later
+// incarnation's extension.
 func watch(c *Cell, want uint32, wt watcher) {
 	for {
 		s := c.state.Load()
+		if testHookWatch != nil {
+			testHookWatch()
+		}
 		if s|cellPlain != want {
 			watchGone(c, want, s, wt)
 			return
@@ -998,6 +1024,13 @@ func watch(c *Cell, want uint32, wt watcher) {
 			return
 		}
 		x := c.ext.Load()
+		if c.state.Load() != s {
+			// The word moved on meanwhile (the incarnation may have ended
+			// and a later one been spawned, with its own extension in
+			// x): look again. Otherwise x is want's extension (Spawn
+			// stores it before the word), or a leftover for a plain one.
+			continue
+		}
 		if x == nil || x.inc != incOf(want) {
 			nx := &cellExt{inc: incOf(want), started: true}
 			if !c.ext.CompareAndSwap(x, nx) {
@@ -1020,28 +1053,53 @@ func watch(c *Cell, want uint32, wt watcher) {
 			return // already extended: the terminating worker will finish x
 		}
 		e.sup.mu.Lock()
-		if e.sup.exts == nil {
-			e.sup.exts = make(map[*Cell]*cellExt)
+		stopped := e.sup.stopped
+		if !stopped {
+			if e.sup.exts == nil {
+				e.sup.exts = make(map[*Cell]*cellExt)
+			}
+			e.sup.exts[c] = x
 		}
-		e.sup.exts[c] = x
 		e.sup.mu.Unlock()
-		if c.state.CompareAndSwap(s, s&^cellPlain) {
+		if !stopped && c.state.CompareAndSwap(s, s&^cellPlain) {
 			return
 		}
-		x.mu.Lock()
-		if x.done {
-			x.mu.Unlock()
+		if !x.unwatch(wt) {
 			return // finished after all: it was notified
 		}
-		for i := len(x.watchers) - 1; i >= 0; i-- {
-			if x.watchers[i] == wt {
-				x.watchers = append(x.watchers[:i], x.watchers[i+1:]...)
-				break
+		if stopped {
+			// A forced Stop has finished the extended actors already.
+			if wt.notify(&Terminated{Reason: ReasonStopped, Err: ErrStopped}) {
+				e.sup.notices.Add(1)
 			}
+			return
 		}
-		x.mu.Unlock()
+		if incOf(c.state.Load()) != incOf(want) {
+			e.unextended(c, x) // want's incarnation has ended: nothing else registers x
+		}
 	}
 }
+
+// unwatch takes wt out of x's watchers; it reports false, leaving them
+// alone, if x is finished (wt was notified).
+func (x *cellExt) unwatch(wt watcher) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.done {
+		return false
+	}
+	for i := len(x.watchers) - 1; i >= 0; i-- {
+		if x.watchers[i] == wt {
+			x.watchers = append(x.watchers[:i], x.watchers[i+1:]...)
+			break
+		}
+	}
+	return true
+}
+
+// testHookWatch, if set, is called by watch after each load of the word:
+// a test ends and re-spawns the incarnation there.
+var testHookWatch func()
 
 // watchGone notifies a watch that began after its incarnation (want)
 // ended; s is the state word seen.
@@ -1069,7 +1127,7 @@ func watchGone(c *Cell, want, s uint32, wt watcher) {
 func (e *Executor) stopExts(hooks bool) int64 {
 	e.sup.mu.Lock()
 	exts := e.sup.exts
-	e.sup.exts = nil
+	e.sup.exts, e.sup.stopped = nil, true
 	e.sup.mu.Unlock()
 	var left int64
 	for c, x := range exts {

@@ -113,6 +113,9 @@ type Stopper = executor.Stopper
 //	watchPort, _ := actor.Bind(boss, (*Boss).OnTerminated)
 //	actor.Watch(p, watchPort)
 //
+// The notice is a message like any other: if notify's actor has a bounded
+// mailbox, its overflow policy applies to the notice too.
+//
 // Errors: ErrNotSpawned (a zero target, or a zero notify port).
 func Watch[M any](target Port[M], notify Port[*Terminated]) error {
 	return executor.Watch(target, notify)

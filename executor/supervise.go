@@ -973,7 +973,9 @@ func (x *cellExt) finish(obj any, r Reason, err error) int {
 
 // Watch arranges for notify to receive one *Terminated when the
 // incarnation target is bound to terminates, for whatever reason, or at
-// once if it already has. Errors: ErrNotSpawned (a zero target, or a
+// once if it already has. The notice is sent through notify like any
+// message: if notify's actor has a bounded mailbox, its overflow policy
+// applies to the notice too. Errors: ErrNotSpawned (a zero target, or a
 // zero notify port: nothing would receive the notification).
 func Watch[M any](target Port[M], notify Port[*Terminated]) error {
 	if target.cell == nil || notify.cell == nil {
@@ -1150,7 +1152,9 @@ func (e *Executor) stopExts(hooks bool) int64 {
 			}
 			q.mu.Unlock()
 		}
+		x.mu.Lock() // finish, on a worker still stuck in a behaviour (!hooks), may be writing obj
 		obj := x.obj
+		x.mu.Unlock()
 		if obj == nil && hooks {
 			obj = c.obj // every worker has exited: nothing writes it now
 		}

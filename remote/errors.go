@@ -1,6 +1,11 @@
 package remote
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go"
+)
 
 // Errors returned by this package; test them with errors.Is. Errors that
 // come from the remote node (ErrUnknownName, ErrWrongType, ErrDecode and the
@@ -8,7 +13,9 @@ import "errors"
 // (actor.ErrTerminated, actor.ErrStopped) and context.DeadlineExceeded keep
 // their identity across the wire.
 var (
-	// ErrClosed: the node has been closed.
+	// ErrClosed: the node has been closed, or its NATS connection was
+	// closed for good without Close (the server went away, reconnection
+	// off or exhausted): the error then also wraps nats.ErrConnectionClosed.
 	ErrClosed = errors.New("remote: node closed")
 	// ErrNoResponders: the destination node has no subscription on the NATS
 	// server: it is down, restarting, or was never started. Asks in flight
@@ -37,3 +44,7 @@ var (
 	// ErrBadName: a node name that is not a single NATS subject token.
 	ErrBadName = errors.New("remote: invalid node name")
 )
+
+// errConnClosed is returned by Send, Ask and Flush, and ends the asks
+// pending, once the node's NATS connection has closed without Close.
+var errConnClosed = fmt.Errorf("%w: %w", ErrClosed, nats.ErrConnectionClosed)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -46,7 +47,13 @@ type Node struct {
 	// creating one evicts another.
 	transient int
 	closed    atomic.Bool // set under mu by Close; read anywhere
-	atEnd     []func()    // run by Close (forwarders' pills)
+	// connLost is set by connClosed, under callsMu, when the NATS
+	// connection closed for good without Close: later asks are refused by
+	// register (under callsMu, so every ask is either refused or failed by
+	// connClosed), and Send, Ask and Flush read it without lock and fail
+	// at once with errConnClosed.
+	connLost atomic.Bool
+	atEnd    []func() // run by Close (forwarders' pills)
 
 	callsMu sync.Mutex // guards calls and nextID
 	calls   map[uint64]*call
@@ -151,13 +158,8 @@ func Connect(sys *actor.System, url, name string, opts ...Option) (*Node, error)
 	if !validToken(name) {
 		return nil, fmt.Errorf("%w: %q", ErrBadName, name)
 	}
-	nc, err := nats.Connect(url, cfg.nats...)
-	if err != nil {
-		return nil, err
-	}
 	n := &Node{
 		sys:     sys,
-		nc:      nc,
 		name:    name,
 		prefix:  cfg.prefix,
 		subject: cfg.prefix + "." + name,
@@ -169,6 +171,14 @@ func Connect(sys *actor.System, url, name string, opts ...Option) (*Node, error)
 		nextID: rand.Uint64() >> 2,
 		done:   make(chan struct{}),
 	}
+	// The closed handler is set by the last option, so that it wraps the
+	// user's; set through the options it is in place before the connection
+	// exists, so no closing can be missed.
+	nc, err := nats.Connect(url, append(slices.Clip(cfg.nats), n.chainClosedHandler)...)
+	if err != nil {
+		return nil, err
+	}
+	n.nc = nc
 	n.st.init()
 	n.header = appendString([]byte{wireVersion}, []byte(name))
 	n.maxRecord = int(nc.MaxPayload()) - len(n.header)
@@ -210,7 +220,8 @@ func (n *Node) Name() string { return n.name }
 func (n *Node) Subject() string { return n.subject }
 
 // Conn returns the node's NATS connection, for status and statistics. Do
-// not close it: Close does.
+// not close it (Close does), nor replace its closed handler (pass yours to
+// Connect with WithNATS and nats.ClosedHandler: the node calls it).
 func (n *Node) Conn() *nats.Conn { return n.nc }
 
 // flushBound bounds Flush when its context has no deadline.
@@ -227,6 +238,9 @@ const flushBound = time.Minute
 func (n *Node) Flush(ctx context.Context) error {
 	if n.closed.Load() {
 		return ErrClosed
+	}
+	if n.connLost.Load() {
+		return errConnClosed
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -264,6 +278,9 @@ func (n *Node) Close() error {
 	}
 
 	err := n.sub.Unsubscribe()
+	if n.connLost.Load() && errors.Is(err, nats.ErrConnectionClosed) {
+		err = nil // the connection closed itself before
+	}
 	for _, p := range peers {
 		p.close()
 	}
@@ -285,8 +302,48 @@ func (n *Node) Close() error {
 	return err
 }
 
-// codeClosed is a local failure code (never on the wire).
-const codeClosed = 255
+// chainClosedHandler is a nats.Option, applied after the user's: it sets
+// the connection's closed handler to connClosed followed by the handler
+// the user's options set, if any.
+func (n *Node) chainClosedHandler(o *nats.Options) error {
+	user := o.ClosedCB
+	o.ClosedCB = func(c *nats.Conn) {
+		n.connClosed(c)
+		if user != nil {
+			user(c)
+		}
+	}
+	return nil
+}
+
+// connClosed is the NATS connection nc's closed handler: it runs on
+// nats.go's callback goroutine once the connection is closed for good. Unless Close
+// closed it, the server went away with reconnection off or exhausted: the
+// node can no longer send, so it sets connLost (Send, Ask and Flush then
+// fail at once with errConnClosed) and fails the pending asks with it.
+// Close must still be called to release the rest.
+func (n *Node) connClosed(nc *nats.Conn) {
+	if n.closed.Load() {
+		return
+	}
+	n.callsMu.Lock()
+	n.connLost.Store(true)
+	calls := n.calls
+	n.calls = make(map[uint64]*call)
+	n.callsMu.Unlock()
+	n.log.Warn("remote: NATS connection closed for good, the node cannot send", "node", n.name, "err", nc.LastError())
+	for _, c := range calls {
+		c.ch <- result{code: codeConnClosed}
+	}
+}
+
+// Local failure codes, never on the wire: a failure record with one of
+// them reads as codeOther.
+const (
+	codeConnClosed   = 253
+	codeNoResponders = 254
+	codeClosed       = 255
+)
 
 // onClose has f run by Close; false if the node is closed already.
 func (n *Node) onClose(f func()) bool {
@@ -424,14 +481,19 @@ func (n *Node) warn(msg string, args ...any) {
 	n.log.Warn(msg, append([]any{"node", n.name}, args...)...)
 }
 
-// register records a pending ask and returns its id.
-func (n *Node) register(c *call) uint64 {
+// register records a pending ask and returns its id; false if the
+// connection was lost (connLost).
+func (n *Node) register(c *call) (uint64, bool) {
 	n.callsMu.Lock()
+	if n.connLost.Load() {
+		n.callsMu.Unlock()
+		return 0, false
+	}
 	n.nextID++
 	id := n.nextID
 	n.calls[id] = c
 	n.callsMu.Unlock()
-	return id
+	return id, true
 }
 
 // unregister removes the pending ask id and reports whether it was still
@@ -491,9 +553,6 @@ func (n *Node) noResponders(dest string) {
 		c.ch <- result{code: codeNoResponders}
 	}
 }
-
-// codeNoResponders is a local failure code (never on the wire).
-const codeNoResponders = 254
 
 // onMsg receives every NATS message on the node's subject, on the one
 // goroutine of the subscription, in the order the server delivers them.
@@ -576,7 +635,7 @@ func (n *Node) onMsg(m *nats.Msg) {
 			code := r.byte()
 			text := r.bytes()
 			if r.err == nil {
-				if code == 0 || code >= codeNoResponders {
+				if code == 0 || code >= codeConnClosed {
 					code = codeOther
 				}
 				n.complete(id, sender, result{code: code, text: string(text)})
@@ -642,6 +701,8 @@ func failureErr(code byte, text string) error {
 		return fmt.Errorf("%w (%w)", context.DeadlineExceeded, ErrRemote)
 	case codeClosed:
 		return ErrClosed
+	case codeConnClosed:
+		return errConnClosed
 	case codeNoResponders:
 		return ErrNoResponders
 	}

@@ -248,6 +248,9 @@ func (p *Port[M]) Send(msg M) error {
 	if p.n.closed.Load() {
 		return ErrClosed
 	}
+	if p.n.connLost.Load() {
+		return errConnClosed
+	}
 	if p.p.down.Load() {
 		p.n.st.noResponders.Add(1)
 		return ErrNoResponders
@@ -305,6 +308,9 @@ func (p *RequestPort[Req, R]) Ask(ctx context.Context, req Req) (R, error) {
 	if n.closed.Load() {
 		return zero, ErrClosed
 	}
+	if n.connLost.Load() {
+		return zero, errConnClosed
+	}
 	if p.p.down.Load() {
 		n.st.noResponders.Add(1)
 		return zero, ErrNoResponders
@@ -321,7 +327,12 @@ func (p *RequestPort[Req, R]) Ask(ctx context.Context, req Req) (R, error) {
 		return zero, p.encodeErr(err)
 	}
 	c := getCall(p.p)
-	id := n.register(c)
+	id, ok := n.register(c)
+	if !ok {
+		putCall(c)
+		putScratch(buf, payload)
+		return zero, errConnClosed
+	}
 	var hb [80]byte
 	head := append(hb[:0], kindRequest)
 	head = appendString(head, []byte(p.name))

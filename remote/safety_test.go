@@ -16,6 +16,7 @@ import (
 
 	"github.com/actord/actord/actor"
 	"github.com/actord/actord/remote"
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 )
 
@@ -457,5 +458,57 @@ func TestInvalidSenderIsMalformed(t *testing.T) {
 		t.Errorf("%d peers, want 1 (last)", p)
 	}
 	b.Close()
+	stopSystem(t, sys)
+}
+
+// When the NATS connection closes for good without Close (the server gone,
+// no reconnection), the node fails its pending asks, and Send, Ask and
+// Flush fail at once, with an error wrapping ErrClosed and
+// nats.ErrConnectionClosed: Send used to return nil and Ask to wait for its
+// context. The closed handler passed with WithNATS is still called, after
+// the node's: once it has run, the node knows. Node "b" is a bare NATS
+// client that never answers.
+func TestConnectionClosedForGood(t *testing.T) {
+	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
+	must(t, err)
+	s.Start()
+	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats server not ready")
+	}
+	sys := startSystem(t)
+	userClosed := make(chan struct{})
+	a := connect(t, sys, s.ClientURL(), "a", remote.WithNATS(nats.NoReconnect(), nats.ClosedHandler(func(*nats.Conn) { close(userClosed) })))
+	_, bSub := rawClient(t, s.ClientURL(), "b")
+	c := importStore(t, a, "b")
+	pending := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, err := c.echo.Ask(ctx, &Echo{S: "x"})
+		pending <- err
+	}()
+	_, err = bSub.NextMsg(10 * time.Second) // the request is out
+	must(t, err)
+
+	s.Shutdown()
+	s.WaitForShutdown()
+	closedForGood := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, remote.ErrClosed) || !errors.Is(err, nats.ErrConnectionClosed) {
+			t.Errorf("%s on a connection closed for good: %v, want ErrClosed and nats.ErrConnectionClosed", what, err)
+		}
+	}
+	closedForGood("pending Ask", <-pending)
+	<-userClosed
+	closedForGood("Send", c.add.Send(&Add{N: 1}))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = c.echo.Ask(ctx, &Echo{S: "x"})
+	closedForGood("Ask", err)
+	closedForGood("Flush", a.Flush(ctx))
+	if err := a.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
 	stopSystem(t, sys)
 }

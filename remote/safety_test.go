@@ -512,3 +512,57 @@ func TestConnectionClosedForGood(t *testing.T) {
 	}
 	stopSystem(t, sys)
 }
+
+// Every request is answered exactly once, also when its timeout (1µs from
+// the wire) fires while actor.AskFunc is sending it to a terminated actor:
+// the timeout's completion and the failed send used to both answer it (and
+// put its replier into the pool twice). The race is hit often enough with
+// many requests; the test cannot fail where it is not hit.
+func TestRequestAnsweredOnce(t *testing.T) {
+	url := startNATS(t, 0)
+	sys := startSystem(t)
+	b := connect(t, sys, url, "b")
+	store, err := actor.Spawn(sys, &Store{})
+	must(t, err)
+	echo, _ := actor.Bind(store, (*Store).OnEcho)
+	add, _ := actor.Bind(store, (*Store).OnAdd)
+	must(t, remote.ExportRequest(b, "echo", echo, remote.CBOR[*Echo](), remote.CBOR[string]()))
+	must(t, actor.SendPill(store, actor.FinishedMsg))
+	waitFor(t, 10*time.Second, "the store to terminate", func() bool { return add.Send(&Add{}) != nil })
+	nc, replies := rawClient(t, url, "evil")
+
+	const frames, per = 100, 500
+	id := uint64(0)
+	for range frames {
+		f := rawFrame("evil")
+		for range per {
+			id++
+			f = appendRequest(f, "echo", "Echo", id, 1, cborHi)
+		}
+		must(t, nc.Publish("actord.b", f))
+	}
+	must(t, nc.Flush())
+	seen := make(map[uint64]int, frames*per)
+	for total := 0; total < frames*per; {
+		for _, a := range nextAnswers(t, replies) {
+			total++
+			if seen[a.id]++; seen[a.id] == 2 {
+				t.Errorf("request %d answered twice", a.id)
+			}
+		}
+	}
+	// Ask once more and read up to its answer, to catch extra answers
+	// published by then.
+	must(t, nc.Publish("actord.b", appendRequest(rawFrame("evil"), "echo", "Echo", id+1, 0, cborHi)))
+	for done := false; !done; {
+		for _, a := range nextAnswers(t, replies) {
+			if a.id == id+1 {
+				done = true
+			} else {
+				t.Errorf("request %d answered again", a.id)
+			}
+		}
+	}
+	b.Close()
+	stopSystem(t, sys)
+}

@@ -61,8 +61,10 @@
 // wrapping the codec's error), and nothing is sent. A payload that fails to
 // decode on the receiving node is a dead letter: counted
 // (Stats.DecodeErrors), logged, never delivered and never a crash; an ask so
-// dropped fails with ErrDecode. A decoded message that the local port
-// refuses (its actor terminated) is counted in Stats.DeadLetters.
+// dropped fails with ErrDecode. A payload that decodes to a nil message
+// (JSON or CBOR null) fails to decode, and so does one on which a codec's
+// Decode panics (the panic is recovered). A decoded message that the local
+// port refuses (its actor terminated) is counted in Stats.DeadLetters.
 //
 // # Delivery
 //
@@ -101,7 +103,19 @@
 // first. Otherwise an ask ends with the reply, with the remote actor's
 // termination (actor.ErrTerminated), with "no responders" for its node, or
 // with Close. A node that dies after receiving a request sends nothing back,
-// and nothing tells the asker: give asks a deadline.
+// and nothing tells the asker: give asks a deadline. Only the node asked can
+// answer an ask: an answer from another node is counted as late and dropped.
+// Ask ids start at a random value at Connect, so a node restarted under the
+// same name takes no reply meant for its previous incarnation.
+//
+// After Close, Send, Ask and Flush return ErrClosed. If the NATS connection
+// closes for good without Close (the server gone, and reconnection off,
+// nats.NoReconnect, or given up), the node notices from the connection's
+// closed handler: it fails its pending asks, and later Sends, Asks and
+// Flushes at once, with an error wrapping both ErrClosed and
+// nats.ErrConnectionClosed; call Close to release the rest. A closed handler
+// set with WithNATS and nats.ClosedHandler is still called, after the
+// node's.
 //
 // Size: one encoded message, with its header, must fit in one NATS message
 // (the server's max_payload, 1 MiB by default); a larger one fails with
@@ -110,9 +124,14 @@
 // # Batching
 //
 // One-way sends are batched: records for one destination are appended to a
-// frame that a flusher goroutine publishes; while it publishes, later sends
-// fill the next frame, so a busy link carries many messages per NATS
-// message (up to 64 KiB) and an idle one publishes each message at once.
+// frame that a flusher goroutine (one per node imported from) publishes;
+// while it publishes, later sends fill the next frame, so a busy link
+// carries many messages per NATS message (up to 64 KiB) and an idle one
+// publishes each message at once. Node.Flush publishes every message sent
+// before it, waiting for another goroutine that is publishing to the same
+// node if need be, then waits for the server's acknowledgement (a context
+// without deadline gets one of a minute); Close does the same before it
+// closes the connection.
 // Asks and replies are published by the caller's goroutine when nobody is
 // publishing, so that they wait for no goroutine switch. A reply is
 // published from the worker running the replying behaviour (inside its
@@ -134,6 +153,15 @@
 // nats.Secure, nats.RootCAs...), not re-implemented here. Subject
 // permissions on the server decide which nodes may publish to which node's
 // subject; a node delivers only to what it exported.
+//
+// Whatever a NATS client publishes to a node's subject, malformed frames
+// included, is refused and counted, never a crash. A frame whose sender is
+// not a valid node name is malformed. The node keeps a peer (the state of
+// the link to another node) for each node it imported from, and for each
+// node that asked or pinged it: those cost no goroutine, and at most 1024 of
+// them are kept (a new one then replaces another), so that senders under
+// ever new names cannot grow the node without bound. A request's timeout
+// from the wire saturates at the largest time.Duration.
 //
 // # Observability
 //

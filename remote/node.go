@@ -256,8 +256,10 @@ func (n *Node) Flush(ctx context.Context) error {
 }
 
 // Close unsubscribes the node (remote senders then get ErrNoResponders),
-// publishes what it had batched, fails its pending asks with ErrClosed and
-// closes its NATS connection. It does not stop the actor system. Sends and
+// publishes what it had batched (waiting for publishing in progress to
+// end), fails its pending asks with ErrClosed and closes its NATS
+// connection. After the connection closed for good by itself, Close still
+// releases the rest, and returns no error for the closed connection. It does not stop the actor system. Sends and
 // asks after Close return ErrClosed; Close is idempotent.
 func (n *Node) Close() error {
 	n.mu.Lock()

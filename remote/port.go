@@ -243,7 +243,9 @@ func (p *Port[M]) Name() string { return p.name }
 // one other node arrive in the order of their Sends.
 //
 // Errors: ErrEncode (wrapping the codec's error), ErrTooLarge,
-// ErrNoResponders (the remote node is known to be down), ErrClosed.
+// ErrNoResponders (the remote node is known to be down), ErrClosed (the
+// node is closed; or its NATS connection closed for good, and the error
+// wraps nats.ErrConnectionClosed too).
 func (p *Port[M]) Send(msg M) error {
 	if p.n.closed.Load() {
 		return ErrClosed

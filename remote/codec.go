@@ -155,7 +155,8 @@ func isNil[T any](v T) bool {
 		return true
 	}
 	switch rv := reflect.ValueOf(x); rv.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Chan, reflect.Func, reflect.UnsafePointer:
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Chan, reflect.Func,
+		reflect.UnsafePointer:
 		return rv.IsNil()
 	}
 	return false

@@ -67,7 +67,7 @@ type Node struct {
 	wg   sync.WaitGroup // flusher and probe goroutines
 
 	lastLog   atomic.Int64 // unix nanos of the last warning logged (rate limit)
-	downPeers atomic.Int64 // peers whose down flag is set (see peer.markDown)
+	downPeers atomic.Int64 // peers in peers whose down flag is set (see peer.markDown, evictTransient)
 	st        counters
 }
 
@@ -258,9 +258,10 @@ func (n *Node) Flush(ctx context.Context) error {
 // Close unsubscribes the node (remote senders then get ErrNoResponders),
 // publishes what it had batched (waiting for publishing in progress to
 // end), fails its pending asks with ErrClosed and closes its NATS
-// connection. After the connection closed for good by itself, Close still
-// releases the rest, and returns no error for the closed connection. It does not stop the actor system. Sends and
-// asks after Close return ErrClosed; Close is idempotent.
+// connection. It does not stop the actor system. Sends and asks after
+// Close return ErrClosed; Close is idempotent. After the connection closed
+// for good by itself, Close still releases the rest, and returns no error
+// for the closed connection.
 func (n *Node) Close() error {
 	n.mu.Lock()
 	if n.closed.Load() {
@@ -319,9 +320,9 @@ func (n *Node) chainClosedHandler(o *nats.Options) error {
 }
 
 // connClosed is the NATS connection nc's closed handler: it runs on
-// nats.go's callback goroutine once the connection is closed for good. Unless Close
-// closed it, the server went away with reconnection off or exhausted: the
-// node can no longer send, so it sets connLost (Send, Ask and Flush then
+// nats.go's callback goroutine once the connection is closed for good.
+// Unless Close closed it, the server went away with reconnection off or
+// exhausted: the node can no longer send, so it sets connLost (Send, Ask and Flush then
 // fail at once with errConnClosed) and fails the pending asks with it.
 // Close must still be called to release the rest.
 func (n *Node) connClosed(nc *nats.Conn) {

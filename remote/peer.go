@@ -52,8 +52,9 @@ type peer struct {
 	progress sync.Cond
 
 	// down is set when the server reported no responders for the node's
-	// subject and cleared by its pong or any frame from it; read without
-	// lock by senders. Its transitions update n.downPeers.
+	// subject and cleared by its pong or any frame from it, or by
+	// Node.evictTransient; read without lock by senders. Its transitions
+	// update n.downPeers.
 	down atomic.Bool
 	// imported is set by Import, under n.mu, never cleared: the peer then
 	// has a flusher goroutine, is probed while down, and is never evicted

@@ -41,7 +41,8 @@ var (
 	ErrNameTaken = errors.New("remote: name already exported")
 	// ErrRemote is wrapped by every error that the remote node reported.
 	ErrRemote = errors.New("remote: error on the remote node")
-	// ErrBadName: a node name that is not a single NATS subject token.
+	// ErrBadName: a node name that is not a single NATS subject token of
+	// at most 255 bytes.
 	ErrBadName = errors.New("remote: invalid node name")
 )
 

@@ -140,8 +140,9 @@ func WithPendingLimits(frames, bytes int) Option {
 
 // Connect connects a node named name of the system sys to the NATS server(s)
 // at url and subscribes to the node's subject. The name must be a single
-// NATS subject token (no '.', '*', '>' or white space); two live nodes with
-// the same name and prefix would share their traffic.
+// NATS subject token (no '.', '*', '>' or white space) of at most
+// maxNameLen (255) bytes; two live nodes with the same name and prefix
+// would share their traffic.
 //
 // Errors: ErrBadName, and those of nats.Connect and Subscribe.
 func Connect(sys *actor.System, url, name string, opts ...Option) (*Node, error) {
@@ -204,13 +205,17 @@ func Connect(sys *actor.System, url, name string, opts ...Option) (*Node, error)
 // contain.
 const notInToken = ".*> \t\r\n"
 
+// maxNameLen bounds a node name's length, so that the peers kept for
+// senders never imported from (maxTransientPeers) hold bounded memory.
+const maxNameLen = 255
+
 func validToken(s string) bool {
-	return s != "" && !strings.ContainsAny(s, notInToken)
+	return s != "" && len(s) <= maxNameLen && !strings.ContainsAny(s, notInToken)
 }
 
 // validSender is validToken for a frame's sender.
 func validSender(b []byte) bool {
-	return len(b) > 0 && !bytes.ContainsAny(b, notInToken)
+	return len(b) > 0 && len(b) <= maxNameLen && !bytes.ContainsAny(b, notInToken)
 }
 
 // Name returns the node's name.

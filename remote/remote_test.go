@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -358,9 +359,18 @@ func TestBadNames(t *testing.T) {
 	if _, err := remote.Connect(sys, url, "a.b"); !errors.Is(err, remote.ErrBadName) {
 		t.Errorf("connect: %v", err)
 	}
+	if _, err := remote.Connect(sys, url, strings.Repeat("n", 256)); !errors.Is(err, remote.ErrBadName) {
+		t.Errorf("connect with a 256-byte name: %v", err)
+	}
 	a := connect(t, sys, url, "a")
 	if _, err := remote.Import(a, "x*", "p", remote.JSON[*Add]()); !errors.Is(err, remote.ErrBadName) {
 		t.Errorf("import: %v", err)
+	}
+	if _, err := remote.Import(a, strings.Repeat("n", 256), "p", remote.JSON[*Add]()); !errors.Is(err, remote.ErrBadName) {
+		t.Errorf("import from a 256-byte name: %v", err)
+	}
+	if _, err := remote.Import(a, strings.Repeat("n", 255), "p", remote.JSON[*Add]()); err != nil {
+		t.Errorf("import from a 255-byte name: %v", err)
 	}
 	st := must3(actor.Spawn(sys, &Store{}))
 	p, _ := actor.Bind(st, (*Store).OnAdd)

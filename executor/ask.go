@@ -162,7 +162,7 @@ const askSpins = 2000
 
 // Ask sends req through to and waits for the reply, or for ctx to end. It
 // must not be called from a behaviour (ErrAskInBehaviour): a worker must
-// never block waiting for another actor; behaviours use Request instead.
+// never block waiting for another actor; behaviours use AskAsync instead.
 //
 // Errors: the send's errors (ErrNotSpawned, ErrTerminated, ErrStopped);
 // ErrTerminated if the actor terminates (or panics) before replying;

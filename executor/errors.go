@@ -32,11 +32,11 @@ var (
 	// ErrPanic: a behaviour or hook panicked (the error is a *PanicError).
 	ErrPanic = errors.New("executor: behaviour panicked")
 	// ErrAskInBehaviour: Ask called from a behaviour, where it would block
-	// a worker; behaviours use Request, whose reply arrives as a message.
-	ErrAskInBehaviour = errors.New("executor: Ask called from inside a behaviour (use Request)")
+	// a worker; behaviours use AskAsync, whose reply arrives as a message.
+	ErrAskInBehaviour = errors.New("executor: Ask called from inside a behaviour (use AskAsync)")
 	// ErrNoRequester: Reply to a request that was sent with a plain Send,
 	// so nobody waits for the answer.
-	ErrNoRequester = errors.New("executor: request has no requester (sent without Ask or Request)")
+	ErrNoRequester = errors.New("executor: request has no requester (sent without Ask, AskAsync or AskFunc)")
 	// ErrReplied: Reply to a request that was answered already or whose
 	// requester gave up; the reply was dropped and counted as late.
 	ErrReplied = errors.New("executor: request already answered or abandoned")

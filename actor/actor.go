@@ -1,6 +1,7 @@
 package actor
 
 import (
+	"fmt"
 	"unsafe"
 
 	"github.com/actord/actord/executor"
@@ -129,6 +130,11 @@ func checkEmbedded[T any, A Ref[T]](fn string, a A) {
 func spawnWith[T any, A Ref[T]](sys *System, a A, opts []SpawnOption) error {
 	var o executor.SpawnOptions
 	for _, opt := range opts {
+		if m, ok := opt.(mailboxOption); ok && m.bound < 1 {
+			// Zero is the executor's "unbounded": refused here, so that
+			// an unset bound does not silently lose flow control.
+			return fmt.Errorf("%w: WithMailbox bound %d (1 to %d)", ErrConfig, m.bound, executor.MaxMailboxBound)
+		}
 		opt.applySpawn(&o)
 	}
 	return executor.SpawnWith(sys.e, a.actorCell(), a, o)

@@ -64,8 +64,19 @@ func WithEscalate(supervisor Port[*Failure], reset func()) SpawnOption {
 // send succeeds and a message is dropped, counted in Stats; a dropped
 // request's requester gets ErrMailboxFull). Sends never block; SendContext,
 // from a goroutine that is not running a behaviour, waits for room instead.
+// The bound is 1 to executor.MaxMailboxBound: Spawn fails with ErrConfig
+// for any other (0 included).
 func WithMailbox(bound int, overflow Overflow) SpawnOption {
-	return spawnOption(func(o *executor.SpawnOptions) { o.MailboxBound, o.Overflow = bound, overflow })
+	return mailboxOption{bound, overflow}
+}
+
+type mailboxOption struct {
+	bound    int
+	overflow Overflow
+}
+
+func (m mailboxOption) applySpawn(o *executor.SpawnOptions) {
+	o.MailboxBound, o.Overflow = m.bound, m.overflow
 }
 
 // Overflow is what a send to a full bounded mailbox does (WithMailbox).

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actord/actord/actor"
+	"github.com/actord/actord/executor"
 )
 
 // job is a numbered message from a numbered sender; boom makes the
@@ -614,4 +615,18 @@ func TestSendContextWaitsForRoom(t *testing.T) {
 	assert.NoError(t, <-res)
 	close(s.gate)
 	require.NoError(t, actor.SendPill(s, actor.FinishedMsg)) // pills pass the bound
+}
+
+// WithMailbox refuses a bound below 1: zero is the executor's "unbounded",
+// and an unset bound silently gave an unbounded mailbox.
+func TestWithMailboxBoundRange(t *testing.T) {
+	sys := start(t)
+	defer stop(t, sys)
+	for _, bound := range []int{0, -1, executor.MaxMailboxBound + 1} {
+		_, err := actor.Spawn(sys, &flaky{}, actor.WithMailbox(bound, actor.Reject))
+		assert.ErrorIs(t, err, actor.ErrConfig, "bound %d", bound)
+	}
+	f, err := actor.Spawn(sys, &flaky{}, actor.WithMailbox(1, actor.Reject))
+	require.NoError(t, err)
+	require.NoError(t, actor.SendPill(f, actor.FinishedMsg))
 }

@@ -80,7 +80,11 @@
 // system use Ask, which waits for the reply or for its context to end;
 // behaviours use AskAsync, whose reply (or error, or timeout) arrives later
 // as a *Reply[R] message, so that no worker ever blocks waiting for another
-// actor. Ask from a behaviour returns ErrAskInBehaviour at once.
+// actor. Ask from a behaviour returns ErrAskInBehaviour at once. A
+// request that its actor terminates on without replying, or that is never
+// delivered, ends with an error (ErrTerminated, ErrStopped, ErrMailboxFull);
+// a behaviour may also keep a request and reply from a later behaviour, and
+// then only that reply, or the asker's deadline, ends it.
 //
 // Register gives a port a name in its system, and Lookup finds it again,
 // typed: a lookup with the wrong message type is an error, and a name is

@@ -65,10 +65,14 @@ type Reply[R any] = executor.Reply[R]
 // created per request.
 //
 // Errors: the send's errors (ErrNotSpawned, ErrTerminated, ErrStopped);
-// ErrTerminated if the actor terminates, or panics, before replying;
-// ErrStopped if its system stops first; ctx.Err() if ctx ends first. A reply
-// that comes after the asker gave up is counted (Stats.LateReplies) and
-// dropped.
+// ErrTerminated if the actor terminates, or panics, before the request is
+// delivered or in the behaviour that receives it, without replying;
+// ErrStopped if its system stops before the request is delivered; ctx.Err()
+// if ctx ends first. A reply that comes after the asker gave up is counted
+// (Stats.LateReplies) and dropped. A behaviour may keep a request and reply
+// from a later behaviour; such a request is ended only by its reply or by
+// ctx (if the actor terminates, or the system stops, without replying to
+// it, nothing else ends the wait): ask with a deadline.
 func Ask[TR, R any, Req executor.RequestPtr[TR, R]](ctx context.Context, to Port[Req], req Req) (R, error) {
 	if req == nil {
 		panic("actor: Ask with a nil request")

@@ -165,10 +165,13 @@ const askSpins = 2000
 // never block waiting for another actor; behaviours use AskAsync instead.
 //
 // Errors: the send's errors (ErrNotSpawned, ErrTerminated, ErrStopped);
-// ErrTerminated if the actor terminates (or panics) before replying;
-// ErrStopped if its system stops first; ctx.Err() if ctx ends first (a
-// reply after that is counted as late and dropped). No goroutine is created
-// per request.
+// ErrTerminated if the actor terminates (or panics) before the request is
+// delivered, or in the behaviour that receives it, without replying;
+// ErrStopped if its system stops before the request is delivered; ctx.Err()
+// if ctx ends first (a reply after that is counted as late and dropped). A
+// request that a behaviour keeps, to reply later, is ended only by its
+// reply or ctx: the executor does not track it past that behaviour. No
+// goroutine is created per request.
 func Ask[TR, R any, Req RequestPtr[TR, R]](ctx context.Context, to Port[Req], req Req) (R, error) {
 	var zero R
 	if req == nil {

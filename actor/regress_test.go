@@ -690,3 +690,20 @@ func TestWatchWithZeroNotifyPort(t *testing.T) {
 	assert.ErrorIs(t, actor.Watch(dep, actor.Port[*actor.Terminated]{}), actor.ErrNotSpawned)
 	require.NoError(t, actor.SendPill(a, actor.FinishedMsg))
 }
+
+// Watch with a notify port whose actor has terminated reports ErrTerminated:
+// before, it returned nil and the notice was lost.
+func TestWatchWithTerminatedNotifyPort(t *testing.T) {
+	sys := start(t)
+	defer stop(t, sys)
+	a, _ := actor.Spawn(sys, &account{})
+	dep, err := actor.Bind(a, (*account).onDeposit)
+	require.NoError(t, err)
+	w, _ := actor.Spawn(sys, &noticeCounter{n: map[any]int{}, reasons: map[any]actor.Reason{}})
+	notify, err := actor.Bind(w, (*noticeCounter).onTerminated)
+	require.NoError(t, err)
+	require.NoError(t, actor.SendPill(w, actor.FinishedMsg))
+	require.Eventually(t, func() bool { return !w.Alive() }, 20*time.Second, time.Millisecond)
+	assert.ErrorIs(t, actor.Watch(dep, notify), actor.ErrTerminated)
+	require.NoError(t, actor.SendPill(a, actor.FinishedMsg))
+}

@@ -127,7 +127,9 @@ type Stopper = executor.Stopper
 // The notice is a message like any other: if notify's actor has a bounded
 // mailbox, its overflow policy applies to the notice too.
 //
-// Errors: ErrNotSpawned (a zero target, or a zero notify port).
+// Errors: ErrNotSpawned (a zero target, or a zero notify port);
+// ErrTerminated (notify's actor has terminated, so it would never receive
+// the notice).
 func Watch[M any](target Port[M], notify Port[*Terminated]) error {
 	return executor.Watch(target, notify)
 }

@@ -976,10 +976,14 @@ func (x *cellExt) finish(obj any, r Reason, err error) int {
 // once if it already has. The notice is sent through notify like any
 // message: if notify's actor has a bounded mailbox, its overflow policy
 // applies to the notice too. Errors: ErrNotSpawned (a zero target, or a
-// zero notify port: nothing would receive the notification).
+// zero notify port: nothing would receive the notification); ErrTerminated
+// (notify's actor has terminated: it would never receive it).
 func Watch[M any](target Port[M], notify Port[*Terminated]) error {
 	if target.cell == nil || notify.cell == nil {
 		return ErrNotSpawned
+	}
+	if err := portErr(notify.cell, notify.want); err != nil {
+		return err
 	}
 	watch(target.cell, target.want, portWatcher{notify})
 	return nil

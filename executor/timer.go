@@ -311,13 +311,22 @@ func checkTimerMessage(msg any) {
 	}
 }
 
-// schedule checks the port's incarnation and sets a message timer for it.
-func schedule(c *Cell, fn unsafe.Pointer, coff, want uint32, d, period time.Duration, msg any) (Timer, error) {
+// portErr returns nil if the incarnation want of c is alive, else the error
+// a send to it reports.
+func portErr(c *Cell, want uint32) error {
 	if st := c.state.Load(); st|cellPlain != want {
 		if incOf(st) != incOf(want) {
-			return Timer{}, ErrTerminated // a later incarnation: the port's has ended
+			return ErrTerminated // a later incarnation: the port's has ended
 		}
-		return Timer{}, stateErr(st)
+		return stateErr(st)
+	}
+	return nil
+}
+
+// schedule checks the port's incarnation and sets a message timer for it.
+func schedule(c *Cell, fn unsafe.Pointer, coff, want uint32, d, period time.Duration, msg any) (Timer, error) {
+	if err := portErr(c, want); err != nil {
+		return Timer{}, err
 	}
 	e := c.executor()
 	return e.timers.add(e, d, int64(period), c, fn, coff, want, msg)

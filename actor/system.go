@@ -152,7 +152,9 @@ func Start(opts ...Option) (*System, error) {
 // the panic value and stack), and ErrUndelivered with the number of messages
 // that were never delivered: sent to an actor that terminated first, or still
 // queued at the end. A clean run returns nil. After Stop, sends return
-// ErrStopped. Stop must not be called from a behaviour (ErrStopInBehaviour).
+// ErrStopped. Stop runs once: callers while it runs wait for it and get its
+// result, a call after it has returned gets ErrStopped. Stop must not be
+// called from a behaviour (ErrStopInBehaviour).
 func (s *System) Stop(ctx context.Context) error {
 	if s == nil || s.e == nil {
 		return ErrNotStarted

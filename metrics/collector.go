@@ -92,7 +92,7 @@ func NewCollector() *Collector {
 		stealWakeups:  desc("steal_wakeups_total", "Parked workers this worker woke to steal from it because it had a backlog.", w...),
 		stalledSteals: desc("stalled_steals_total", "Non-empty mailboxes the worker took early (served in place or stole) from a stalled worker (awake but serving nothing: its thread off the CPU, or one long behaviour).", w...),
 		parks:         desc("parks_total", "Times the worker went to sleep after finding no work.", w...),
-		wakeups:       desc("wakeups_total", "Sleeps that ended: cause=sender (woken by a sender, thief or stop) or timeout (the park timeout passed).", labelWorker, labelCause),
+		wakeups:       desc("wakeups_total", "Sleeps that ended: cause=sender (woken by a sender, thief or stop) or timeout (woken by the watcher, to steal from a worker stuck in a long behaviour).", labelWorker, labelCause),
 		parkedSeconds: desc("parked_seconds_total", "Time the worker spent asleep.", w...),
 		releases:      desc("thread_releases_total", "Sleeps during which the worker gave its OS thread back to the Go runtime (a low rate of messages, or a single processor), locking the thread it woke on.", w...),
 		created:       desc("actors_created_total", "Actors spawned by behaviours running on the worker; worker=\"external\" counts actors spawned from other goroutines.", w...),

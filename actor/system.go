@@ -64,7 +64,8 @@ func WithErrorHandler(f func(error)) Option {
 // a worker stuck in a long behaviour and wakes a parked one to steal its
 // waiting queues (it doubles while nothing is stuck; see
 // executor.Config.ParkTimeout; negative: parked workers are only woken by
-// work). Zero values keep the defaults.
+// work). Zero values keep the defaults; a negative spinPasses makes Start
+// fail with ErrConfig.
 func WithIdle(spinPasses int, parkTimeout time.Duration) Option {
 	return option(func(c *executor.Config) {
 		if spinPasses != 0 {
@@ -80,10 +81,14 @@ func WithIdle(spinPasses int, parkTimeout time.Duration) Option {
 // processed, gulps), for the last few percent of throughput.
 func WithoutStatistics() Option { return option(func(c *executor.Config) { c.NoStatistics = true }) }
 
-// WithConfig applies the engine settings of cfg that are set (non-zero),
-// for the settings no other option names (executor.Config documents each).
-// Like every option it changes only what it sets: options before and after
-// it still apply to the other settings.
+// WithConfig applies every engine setting of cfg that is set (non-zero),
+// including those other options also set (executor.Config documents each);
+// it is meant for the settings no other option names. Like every option it
+// changes only what it sets: options before and after it still apply to
+// the other settings, and a later option overrides it. A zero field leaves
+// the setting as it was, so WithConfig cannot turn PinCPUs or
+// NoStatistics off, nor set Placement back to PlaceLocal or Park back to
+// ParkDefault.
 func WithConfig(cfg executor.Config) Option {
 	return option(func(c *executor.Config) { mergeConfig(c, &cfg) })
 }

@@ -100,7 +100,9 @@
 // (Stats.Dropped): at most once, again.
 //
 // Asks time out by their context: Ask returns ctx.Err() when ctx ends
-// first. Otherwise an ask ends with the reply, with the remote actor's
+// first, or, when the serving node's timeout (the time left to ctx, sent
+// with the request) answers first, context.DeadlineExceeded wrapped with
+// ErrRemote; both count in Stats.AsksTimedOut. Otherwise an ask ends with the reply, with the remote actor's
 // termination (actor.ErrTerminated), with "no responders" for its node, or
 // with Close. A node that dies after receiving a request sends nothing back,
 // and nothing tells the asker: give asks a deadline. Only the node asked can

@@ -368,6 +368,12 @@ func (p *RequestPort[Req, R]) Ask(ctx context.Context, req Req) (R, error) {
 	putCall(c) // answered: no longer registered, its channel drained
 	n.st.observe(time.Since(start))
 	if res.code != 0 {
+		if res.code == codeDeadline {
+			// The serving node's timeout, which it took from ctx's
+			// deadline: the ask ended by its deadline, as if ctx had
+			// ended first (which of the two comes first is a race).
+			n.st.asksTimedOut.Add(1)
+		}
 		return zero, failureErr(res.code, res.text)
 	}
 	v, err := decode(p.reply, res.payload)

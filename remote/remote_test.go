@@ -255,9 +255,20 @@ func TestSlowConsumer(t *testing.T) {
 	if s := a.Stats(); s.AsksTimedOut != 1 {
 		t.Errorf("asks timed out %d", s.AsksTimedOut)
 	}
-	waitFor(t, 5*time.Second, "the late reply to be dropped", func() bool {
-		return a.Stats().LateReplies == 1
-	})
+	// Two outcomes race, both ending the ask with its deadline: this
+	// node's context ended first, and the serving node's timeout failure
+	// then arrives late; or that failure, sent when the serving node's
+	// timer (taken from the deadline) fired, arrived before this node's
+	// asker saw its context end.
+	if errors.Is(err, remote.ErrRemote) {
+		if s := a.Stats(); s.LateReplies != 0 {
+			t.Errorf("late replies %d after the serving node's timeout ended the ask", s.LateReplies)
+		}
+	} else {
+		waitFor(t, 5*time.Second, "the late failure to be dropped", func() bool {
+			return a.Stats().LateReplies == 1
+		})
+	}
 	// The serving side timed the request out with the asker's deadline, and
 	// dropped the actor's reply that came after it.
 	waitFor(t, 5*time.Second, "the serving system to drop the late reply", func() bool {

@@ -22,7 +22,7 @@ type Stats struct {
 	NoResponders  uint64 // sends and asks failed with ErrNoResponders
 	PublishErrors uint64 // frames NATS refused to publish (connection closed or its buffer full)
 	AsksPending   uint64 // asks waiting for an answer
-	AsksTimedOut  uint64 // asks ended by their context
+	AsksTimedOut  uint64 // asks ended by their deadline: their context, or the serving node's timeout taken from it
 	LateReplies   uint64 // answers that came after their ask gave up
 	Dropped       uint64 // frames dropped by the NATS client as a slow consumer
 	PeersDown     uint64 // nodes currently found to have no responders (0 once the node is closed)

@@ -175,7 +175,7 @@ func Connect(sys *actor.System, url, name string, opts ...Option) (*Node, error)
 	// The closed handler is set by the last option, so that it wraps the
 	// user's; set through the options it is in place before the connection
 	// exists, so no closing can be missed.
-	nc, err := nats.Connect(url, append(slices.Clip(cfg.nats), n.chainClosedHandler)...)
+	nc, err := nats.Connect(url, append(slices.Clip(cfg.nats), n.chainClosedHandler, n.defaultErrorHandler)...)
 	if err != nil {
 		return nil, err
 	}
@@ -319,6 +319,20 @@ func (n *Node) chainClosedHandler(o *nats.Options) error {
 		n.connClosed(c)
 		if user != nil {
 			user(c)
+		}
+	}
+	return nil
+}
+
+// defaultErrorHandler is a nats.Option, applied after the user's: unless
+// they set an asynchronous error handler, it sets one that logs nats.go's
+// asynchronous errors (a slow consumer, counted in Stats.Dropped, above
+// all) through the node's logger, rate-limited like its other warnings,
+// instead of nats.go's own printing to standard error.
+func (n *Node) defaultErrorHandler(o *nats.Options) error {
+	if o.AsyncErrorCB == nil {
+		o.AsyncErrorCB = func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			n.warn("remote: NATS asynchronous error", "err", err)
 		}
 	}
 	return nil

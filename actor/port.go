@@ -131,8 +131,9 @@ func Go[R any](replyTo Port[*Reply[R]], f func() (R, error)) error {
 // and never block (write to a buffered channel, a port or a network
 // connection). It serves bridges between actors and the outside world,
 // such as a server answering requests from the network; behaviours use
-// AskAsync, goroutines that can wait use Ask. Errors: the send's; then f
-// is not called.
+// AskAsync, goroutines that can wait use Ask. A panic in f is recovered
+// and recorded like a behaviour's (an error of Stop, passed to
+// WithErrorHandler's function). Errors: the send's; then f is not called.
 func AskFunc[TR, R any, Req executor.RequestPtr[TR, R]](to Port[Req], req Req, timeout time.Duration, f func(R, error)) error {
 	if req == nil || f == nil {
 		panic("actor: AskFunc with a nil request or function")

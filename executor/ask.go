@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
 
@@ -138,7 +139,7 @@ func (t *askTarget[R]) complete(v R, err error, fired bool) bool {
 		t.tm.Stop()
 	}
 	if t.fn != nil {
-		t.fn(v, err)
+		t.call(v, err)
 		return true
 	}
 	t.rep.Value, t.rep.Err = v, err
@@ -146,6 +147,24 @@ func (t *askTarget[R]) complete(v R, err error, fired bool) bool {
 		t.e.lateReplies.Add(1) // the requesting actor is gone
 	}
 	return true
+}
+
+// call runs the AskFunc function f. A panic in f is recovered and recorded
+// (an error of Stop, passed to Config.OnError) instead of unwinding
+// whoever completed the request: the replying behaviour, the timer
+// goroutine, or a worker dropping the request (inside its own recovery
+// from a panicking behaviour, where it would kill the process).
+func (t *askTarget[R]) call(v R, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			id := -1
+			if w := t.e.current(); w != nil {
+				id = w.id
+			}
+			t.e.recordPanic(&PanicError{Value: r, Stack: debug.Stack(), Worker: id, fn: "AskFunc function"})
+		}
+	}()
+	t.fn(v, err)
 }
 
 // timedOut completes the request with context.DeadlineExceeded (its
@@ -275,7 +294,10 @@ func askLater[TR, R any, Req RequestPtr[TR, R]](to Port[Req], req Req, t *askTar
 // worker that drops the request. It must therefore be quick and must not
 // block: hand the result to a channel with room, a port, or a network
 // write. It is for bridges to the world outside the actors (a network
-// server answering remote requests, for one); actors use AskAsync.
+// server answering remote requests, for one); actors use AskAsync. A
+// panic in f is recovered and recorded like a behaviour's (a *PanicError
+// among Stop's errors, passed to Config.OnError); it does not affect the
+// goroutine that called f.
 //
 // Errors: the send's errors; then f is not called.
 func AskFunc[TR, R any, Req RequestPtr[TR, R]](to Port[Req], req Req, timeout time.Duration, f func(R, error)) error {

@@ -30,7 +30,7 @@ func Go[R any](replyTo Port[*Reply[R]], f func() (R, error)) error {
 		defer func() {
 			if !returned {
 				p := recover() // nil for runtime.Goexit, which goes on after this function
-				r.Value, r.Err = *new(R), &PanicError{Value: p, Goexit: p == nil, Stack: debug.Stack(), Worker: -1}
+				r.Value, r.Err = *new(R), &PanicError{Value: p, Goexit: p == nil, Stack: debug.Stack(), Worker: -1, fn: "Go function"}
 			}
 			if replyTo.Send(&r) != nil {
 				e.lateReplies.Add(1)

@@ -51,7 +51,8 @@ var (
 // completes that actor's termination; in a message's hook, it leaves the
 // actor, whose behaviour completed, alive. It also reports a function run by
 // Go that panicked or called runtime.Goexit (Actor and Message nil, Worker
-// -1), as the Err of its Reply.
+// -1), as the Err of its Reply, and an AskFunc function that panicked (Actor
+// and Message nil), as an error of Stop.
 type PanicError struct {
 	Actor   any    // the actor whose behaviour (or hook) panicked; nil when a message's hook panicked
 	Message any    // the message being delivered
@@ -59,14 +60,16 @@ type PanicError struct {
 	Goexit  bool   // the behaviour called runtime.Goexit
 	Stack   []byte // the goroutine's stack at the panic
 	Worker  int    // the worker that recovered it; -1 off the workers (Go's functions, hooks run by Stop)
+
+	fn string // for a function given to Go or AskFunc: what it was
 }
 
 func (e *PanicError) Error() string {
-	if e.Actor == nil && e.Message == nil && e.Worker < 0 {
+	if e.fn != "" {
 		if e.Goexit {
-			return "executor: Go function called runtime.Goexit"
+			return "executor: " + e.fn + " called runtime.Goexit"
 		}
-		return fmt.Sprintf("executor: Go function panicked: %v", e.Value)
+		return fmt.Sprintf("executor: %s panicked: %v", e.fn, e.Value)
 	}
 	if e.Goexit {
 		return fmt.Sprintf("executor: behaviour of %T called runtime.Goexit on message %T (worker %d)",

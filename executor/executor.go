@@ -153,11 +153,18 @@ type Executor struct {
 	// by timers.add.
 	shutdown atomic.Bool
 	forced   atomic.Bool // set by Stop, before shutdown, when its context ended with actors alive
-	// closed is set once every worker has exited after shutdown: no
-	// behaviour of this executor runs any more, so an actor still alive in
-	// it is terminated (Cell.Alive) and may be spawned elsewhere. Written
-	// by the last worker to exit; read by Cell.Alive and Spawn.
+	// closed is set once every worker has exited after shutdown and a
+	// forced Stop has finished the actors still alive (their Stopped hooks
+	// ran, stopExts): no behaviour or hook of this executor runs any
+	// more, so an actor still alive in it is terminated (Cell.Alive) and
+	// may be spawned elsewhere. Written by runStop after stopExts; or, when
+	// runStop gave up waiting for a worker stuck in a behaviour (gaveUp;
+	// no hooks run then), by the last worker to exit: runStop stores
+	// gaveUp and then loads exited, the worker adds to exited and then
+	// loads gaveUp, so one of them sees the other (both may store). Read
+	// by Cell.Alive, Port.Alive, Spawn and watch.
 	closed atomic.Bool
+	gaveUp atomic.Bool
 	// exited counts worker goroutines that have exited; the one that
 	// brings it to the number of workers with shutdown set stores closed.
 	// Added to by each worker as it exits.

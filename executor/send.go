@@ -21,7 +21,7 @@ func Spawn[T any, A interface{ *T }](e *Executor, c *Cell, a A) error {
 	if uintptr(unsafe.Pointer(c))-uintptr(unsafe.Pointer(a)) >= unsafe.Sizeof(*a) {
 		panic("executor: Spawn: the cell is not inside the actor")
 	}
-	if e == nil {
+	if e == nil || len(e.mailboxes) == 0 { // nil, or the zero Executor
 		return ErrNotStarted
 	}
 	return e.spawn(c, a, nil)

@@ -16,6 +16,12 @@ type stopState struct {
 	started atomic.Bool
 	done    chan struct{}
 	err     error
+	// runner is the identity (selfID) of the goroutine running the stop
+	// while runStop runs (stored by it before, cleared after: an identity
+	// may be reused once its goroutine ends), else 0. Stopped hooks and
+	// OnError run on that goroutine during a forced stop, and a Stop they
+	// call must not wait for itself.
+	runner atomic.Uint64
 }
 
 func (s *stopState) init() { s.done = make(chan struct{}) }
@@ -41,18 +47,24 @@ const forcedStopGrace = time.Second
 // Stop runs once. Callers that call it while it runs wait for it and get
 // the same result (or, if their own context ends first, an error wrapping
 // ErrActorsAlive and their context's cause); callers after it has returned
-// get ErrStopped. Called from a behaviour it returns ErrStopInBehaviour and
-// stops nothing.
+// get ErrStopped. Called from a behaviour, or from a hook or error handler
+// that the stop itself runs (Stopped hooks and OnError at a forced stop),
+// it returns ErrStopInBehaviour and stops nothing.
 func (e *Executor) Stop(ctx context.Context) error {
-	if e == nil {
+	if e == nil || e.stop.done == nil {
 		return ErrNotStarted
 	}
 	if e.inBehaviour() {
 		return ErrStopInBehaviour
 	}
 	s := &e.stop
+	if r := s.runner.Load(); r != 0 && r == selfID() {
+		return ErrStopInBehaviour // it would wait for itself
+	}
 	if s.started.CompareAndSwap(false, true) {
+		s.runner.Store(selfID())
 		s.err = e.runStop(ctx)
+		s.runner.Store(0)
 		close(s.done)
 		return s.err
 	}
@@ -92,7 +104,8 @@ func (e *Executor) runStop(ctx context.Context) error {
 	e.wakeAll()
 	e.stopWatcher()
 	stuck := 0
-	if !e.waitWorkers(forcedStopGrace) {
+	allExited := e.waitWorkers(forcedStopGrace)
+	if !allExited {
 		// A worker is inside a behaviour that does not return. Stop does
 		// not hang with it: the worker exits when the behaviour returns,
 		// and drops the rest of its batch then.
@@ -103,6 +116,10 @@ func (e *Executor) runStop(ctx context.Context) error {
 		}
 		errs = append(errs, fmt.Errorf("%w: a worker is still running a behaviour %v after the stop; it exits when the behaviour returns",
 			ErrActorsAlive, forcedStopGrace))
+		e.gaveUp.Store(true) // the last worker to exit stores closed (see Executor.closed)
+		if int(e.exited.Load()) == len(e.workers) {
+			e.closed.Store(true) // it exited just now
+		}
 	}
 
 	e.timers.close() // the timer goroutine exits; pending timers are dropped, counted dead (timer.go)
@@ -112,7 +129,10 @@ func (e *Executor) runStop(ctx context.Context) error {
 		dead += w.pub.DeadLetters
 		w.pubMu.Unlock()
 	}
-	queued := e.stopExts(stuck == 0 && e.forced.Load()) // extended actors still alive (a forced stop)
+	queued := e.stopExts(allExited && e.forced.Load()) // extended actors still alive (a forced stop)
+	if allExited {
+		e.closed.Store(true) // after the Stopped hooks: see Executor.closed
+	}
 	for _, m := range e.mailboxes {
 		queued += int64(m.close())
 	}

@@ -269,7 +269,7 @@ func SpawnWith[T any, A interface{ *T }](e *Executor, c *Cell, a A, o SpawnOptio
 	if err := o.validate(); err != nil {
 		return err
 	}
-	if e == nil {
+	if e == nil || len(e.mailboxes) == 0 { // nil, or the zero Executor
 		return ErrNotStarted
 	}
 	return e.spawn(c, a, &o)

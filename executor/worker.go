@@ -284,23 +284,17 @@ func (w *worker) start(errp *error) {
 // exit runs when the worker goroutine ends. If a behaviour called
 // runtime.Goexit, the goroutine is ending in the middle of a batch: a new
 // goroutine takes over the worker and finishes the batch (the panic report
-// was recorded by drainBatch).
+// was recorded by drainBatch), also during a stop, whose batch accounting
+// (dead letters at a clean stop, dropped at a forced one; the gulp, the
+// local sends, the mailbox's release) is drainBatch's.
 func (w *worker) exit() {
 	e := w.e
 	// This goroutine's identity may be reused by a new goroutine once it
 	// ends: withdraw it first (local sends and the identity tables).
 	e.retire(w)
 	if !w.exitOK {
-		if !e.shutdown.Load() {
-			go w.resume()
-			return // thread locked and not unlocked: the runtime discards it
-		}
-		n := w.buf.Len() // the rest of the interrupted batch
-		w.st.Dropped += uint64(n)
-		e.undeliver.Add(int64(n))
-		for env := w.buf.PopRef(); env != nil; env = w.buf.PopRef() {
-			dropped(env.msg, ErrStopped)
-		}
+		go w.resume()
+		return // thread locked and not unlocked: the runtime discards it
 	}
 	w.stopSpinning()
 	w.publish(e.statsEpoch.Load())
@@ -308,8 +302,8 @@ func (w *worker) exit() {
 	if w.cpu < 0 {
 		runtime.UnlockOSThread()
 	}
-	if int(e.exited.Add(1)) == len(e.workers) && e.shutdown.Load() {
-		e.closed.Store(true) // no behaviour of e runs any more
+	if int(e.exited.Add(1)) == len(e.workers) && e.shutdown.Load() && e.gaveUp.Load() {
+		e.closed.Store(true) // no behaviour of e runs any more (see Executor.closed)
 	}
 	e.wg.Done()
 }

@@ -1,0 +1,198 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"runtime"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// stopHooked's Stopped hook records whether its actor already counted as
+// terminated (Alive false) while it ran, and may call Stop.
+type stopHooked struct {
+	cell       Cell
+	aliveInRun atomic.Int32 // 1: Alive was true in the hook, 2: false
+	e          *Executor
+	stopErr    chan error // if set, the hook calls Stop and sends its error
+}
+
+func (a *stopHooked) Stopped(Reason) {
+	if a.cell.Alive() {
+		a.aliveInRun.Store(1)
+	} else {
+		a.aliveInRun.Store(2)
+	}
+	if a.stopErr != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		a.stopErr <- a.e.Stop(ctx)
+	}
+}
+
+// After a forced Stop, an actor still alive counts as terminated (Alive
+// false, and it may be spawned elsewhere) only once its Stopped hook has
+// run: Alive used to turn false when the workers exited, before the hooks,
+// so the hook could run concurrently with the actor's next incarnation.
+func TestForcedStopRunsHooksBeforeAliveTurnsFalse(t *testing.T) {
+	e, err := Start(Config{Workers: 1})
+	require.NoError(t, err)
+	a := &stopHooked{}
+	require.NoError(t, Spawn(e, &a.cell, a))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.ErrorIs(t, e.Stop(ctx), ErrActorsAlive)
+	assert.Equal(t, int32(1), a.aliveInRun.Load(), "the Stopped hook ran after Alive reported false")
+	assert.False(t, a.cell.Alive())
+	e2, err := Start(Config{Workers: 1})
+	require.NoError(t, err)
+	require.NoError(t, Spawn(e2, &a.cell, a), "spawned elsewhere after the forced stop")
+	require.NoError(t, SendPill(&a.cell, a, NewPill(Finished)))
+	require.NoError(t, e2.Stop(context.Background()))
+}
+
+// A Stopped hook that the forced Stop runs (on Stop's goroutine) and that
+// calls Stop gets ErrStopInBehaviour, as from a behaviour; it used to wait
+// for the Stop in progress, that is for itself.
+func TestStopFromAHookTheStopRuns(t *testing.T) {
+	e, err := Start(Config{Workers: 1})
+	require.NoError(t, err)
+	a := &stopHooked{e: e, stopErr: make(chan error, 1)}
+	require.NoError(t, Spawn(e, &a.cell, a))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.ErrorIs(t, e.Stop(ctx), ErrActorsAlive)
+	assert.ErrorIs(t, <-a.stopErr, ErrStopInBehaviour)
+	assert.ErrorIs(t, e.Stop(context.Background()), ErrStopped, "a Stop after it returned")
+}
+
+// The zero Executor is "not started": Spawn and Stop say so instead of
+// panicking.
+func TestZeroExecutor(t *testing.T) {
+	var e Executor
+	a := &stopHooked{}
+	assert.ErrorIs(t, Spawn(&e, &a.cell, a), ErrNotStarted)
+	assert.ErrorIs(t, SpawnWith(&e, &a.cell, a, SpawnOptions{MailboxBound: 1}), ErrNotStarted)
+	assert.ErrorIs(t, e.Stop(context.Background()), ErrNotStarted)
+	assert.NotPanics(t, func() { _ = e.Stats() })
+}
+
+type exitGate struct {
+	cell Cell
+	gate chan struct{}
+	n    int
+}
+
+func onExitGate(a *exitGate, _ *gtick) Allocation {
+	a.n++
+	switch a.n {
+	case 1:
+		<-a.gate
+	case 2:
+		runtime.Goexit()
+	}
+	return Nodelete
+}
+
+var queuedAtStopRe = regexp.MustCompile(`(\d+) still queued at stop`)
+
+// queuedAtStop reads, from Stop's error, the messages still queued at the
+// end.
+func queuedAtStop(err error) uint64 {
+	if err == nil {
+		return 0
+	}
+	m := queuedAtStopRe.FindStringSubmatch(err.Error())
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.ParseUint(m[1], 10, 64)
+	return n
+}
+
+// A behaviour that calls runtime.Goexit as a clean Stop begins: the rest
+// of its batch is counted as dead letters (its actor has terminated), not
+// as dropped at a forced stop, and the statistics add up (sent = processed
+// + dead letters + dropped + queued). OnError, which runs on the worker
+// while Goexit unwinds, waits until Stop has set shutdown, so that the
+// worker's exit happens during the stop.
+func TestGoexitAtCleanStopAccounting(t *testing.T) {
+	var e *Executor
+	var armed atomic.Bool
+	var ready = make(chan struct{})
+	e, err := Start(Config{Workers: 1, Queues: 1, OnError: func(error) {
+		<-ready
+		for armed.Load() && !e.shutdown.Load() {
+			time.Sleep(time.Millisecond)
+		}
+	}})
+	close(ready)
+	require.NoError(t, err)
+	a := &exitGate{gate: make(chan struct{})}
+	require.NoError(t, Spawn(e, &a.cell, a))
+	for range 5 {
+		require.NoError(t, Send(&a.cell, a, &gtick{}, onExitGate))
+	}
+	armed.Store(true)
+	done := make(chan error)
+	go func() { done <- e.Stop(context.Background()) }()
+	close(a.gate) // message 1 returns, message 2 calls Goexit: the actor terminates
+	err = <-done
+	assert.NotErrorIs(t, err, ErrActorsAlive)
+	var pe *PanicError
+	require.True(t, errors.As(err, &pe))
+	assert.True(t, pe.Goexit)
+	st := e.Stats()
+	tot := st.Total()
+	assert.Zero(t, tot.Dropped, "a clean stop drops nothing from batches")
+	assert.Equal(t, uint64(3), tot.DeadLetters, "the three messages after the Goexit")
+	assert.Equal(t, st.MessagesSent, tot.MessagesProcessed()+tot.DeadLetters+tot.Dropped+queuedAtStop(err))
+}
+
+type askedPanics struct{ cell Cell }
+
+func onAskedPanics(*askedPanics, *greq) Allocation { panic("behaviour panics") }
+
+// An AskFunc function that panics when the request ends is recorded, not
+// left to unwind its caller: here a worker failing the request inside its
+// recovery from the panicking behaviour, where the panic killed the
+// process.
+func TestAskFuncFunctionPanics(t *testing.T) {
+	e, err := Start(Config{Workers: 1, OnError: func(error) {}})
+	require.NoError(t, err)
+	a := &askedPanics{}
+	require.NoError(t, Spawn(e, &a.cell, a))
+	p, err := Bind(&a.cell, a, onAskedPanics)
+	require.NoError(t, err)
+	called := make(chan error, 1)
+	require.NoError(t, AskFunc(p, &greq{}, 0, func(_ int, err error) {
+		called <- err
+		panic("f panics on the error")
+	}))
+	assert.ErrorIs(t, <-called, ErrTerminated)
+	waitFor(t, "both panics recorded", func() bool { return e.Stats().Total().Panics >= 1 })
+	err = e.Stop(context.Background())
+	var found bool
+	for _, x := range unwrapAll(err) {
+		var pe *PanicError
+		if errors.As(x, &pe) && pe.fn == "AskFunc function" {
+			found = true
+			assert.Equal(t, "executor: AskFunc function panicked: f panics on the error", pe.Error())
+		}
+	}
+	assert.True(t, found, "the function's panic is an error of Stop: %v", err)
+}
+
+// unwrapAll returns the errors joined in err (errors.Join), or err alone.
+func unwrapAll(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}

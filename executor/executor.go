@@ -164,7 +164,6 @@ type Executor struct {
 	// loads gaveUp, so one of them sees the other (both may store). Read
 	// by Cell.Alive, Port.Alive, Spawn and watch.
 	closed atomic.Bool
-	gaveUp atomic.Bool
 	// exited counts worker goroutines that have exited; the one that
 	// brings it to the number of workers with shutdown set stores closed.
 	// Added to by each worker as it exits.
@@ -192,6 +191,8 @@ type Executor struct {
 	// added to by a worker dropping the rest of its batch (drainBatch,
 	// exit), read by Stop after waitWorkers.
 	undeliver atomic.Int64
+
+	gaveUp atomic.Bool // see closed
 }
 
 const lifeStopped = 1 << 62

@@ -189,7 +189,7 @@ type Stats struct {
 	// attributing each send to a worker would cost the send path a
 	// goroutine-identity lookup.
 	MessagesSent   uint64
-	LiveActors     int64 // spawned and not yet terminated
+	LiveActors     int64 // spawned and not yet terminated (0 once a forced Stop has terminated the rest: see Cell.Alive)
 	ParkedWorkers  int   // workers asleep at the time of the snapshot
 	QueuedMessages int   // messages waiting in mailboxes (not yet gulped)
 	Queues         int   // number of mailboxes actors are placed on
@@ -294,7 +294,9 @@ func (e *Executor) Stats() Stats {
 	}
 	s.AsksTimedOut, s.LateReplies = e.asksTimedOut.Load(), e.lateReplies.Load()
 	s.TimersPending, s.TimersFired, s.TimersDead = e.timers.stats()
-	s.LiveActors = e.live()
+	if !e.closed.Load() {
+		s.LiveActors = e.live()
+	}
 	for _, m := range e.mailboxes {
 		s.QueuedMessages += m.queued()
 		s.MessagesSent += m.sentCount()

@@ -50,6 +50,7 @@ func TestForcedStopRunsHooksBeforeAliveTurnsFalse(t *testing.T) {
 	require.ErrorIs(t, e.Stop(ctx), ErrActorsAlive)
 	assert.Equal(t, int32(1), a.aliveInRun.Load(), "the Stopped hook ran after Alive reported false")
 	assert.False(t, a.cell.Alive())
+	assert.Zero(t, e.Stats().LiveActors, "the actor counts as terminated")
 	e2, err := Start(Config{Workers: 1})
 	require.NoError(t, err)
 	require.NoError(t, Spawn(e2, &a.cell, a), "spawned elsewhere after the forced stop")

@@ -190,6 +190,11 @@ func (w *worker) recovered(r any, goexit bool) {
 		c.state.CompareAndSwap(w.endingWord, w.endingWord-cellEnding+cellDead)
 		w.ending, w.endingObj = nil, nil
 		w.e.actorGone()
+		// The panic skipped what follows the termination in drainBatch:
+		// a request the behaviour did not answer is failed here.
+		if w.mayBeRequest(env.msg) {
+			dropped(env.msg, ErrTerminated)
+		}
 	case w.inMsgHook:
 		w.inMsgHook = false
 		if inPriv && s|cellPlain == env.want {

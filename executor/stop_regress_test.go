@@ -197,3 +197,26 @@ func unwrapAll(err error) []error {
 	}
 	return []error{err}
 }
+
+// destroyPanics answers nothing and terminates; its Destroy hook panics.
+type destroyPanics struct{ cell Cell }
+
+func (*destroyPanics) Destroy()                        { panic("actor hook") }
+func onDestroyPanics(*destroyPanics, *greq) Allocation { return Delete }
+
+// A request whose receiver terminates without answering ends with
+// ErrTerminated even when the actor's Destroy hook panics: the panic used to
+// skip the request's failure, and the asker waited for its context.
+func TestRequestFailedWhenActorHookPanics(t *testing.T) {
+	e, err := Start(Config{Workers: 1, OnError: func(error) {}})
+	require.NoError(t, err)
+	a := &destroyPanics{}
+	require.NoError(t, Spawn(e, &a.cell, a))
+	p, err := Bind(&a.cell, a, onDestroyPanics)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err = Ask(ctx, p, &greq{})
+	assert.ErrorIs(t, err, ErrTerminated)
+	assert.ErrorIs(t, e.Stop(context.Background()), ErrPanic)
+}

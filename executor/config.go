@@ -2,6 +2,7 @@ package executor
 
 import (
 	"fmt"
+	"math"
 	"runtime"
 	"runtime/debug"
 	"time"
@@ -310,9 +311,11 @@ func (c Config) resolved() (Config, error) {
 }
 
 // maxThreads returns the process's thread limit (debug.SetMaxThreads has no
-// getter: it is set and restored).
+// getter: it is set and restored). The limit set meanwhile is the largest
+// int32, not a smaller one: the runtime aborts the process when it sets a
+// limit below the threads in use.
 func maxThreads() int {
-	n := debug.SetMaxThreads(10000)
+	n := debug.SetMaxThreads(math.MaxInt32)
 	debug.SetMaxThreads(n)
 	return n
 }

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"time"
+	"unsafe"
 
 	"github.com/actord/actord/internal/event"
 	"github.com/actord/actord/stealing"
@@ -29,16 +30,19 @@ const (
 	MaxWorkers       = 1024
 	MaxQueues        = 1 << 22 // mailboxes in all (Queues, or Workers*QueuesPerWorker)
 	MaxQueueCapacity = 1 << 20 // initial envelopes per copy queue
-	// MaxQueueMemory bounds the memory that the initial copy queues take
-	// together (Queues * QueueCapacity envelopes).
+	// MaxQueueMemory bounds the memory that the mailboxes take at Start:
+	// their initial copy queues (Queues * QueueCapacity envelopes, and
+	// each worker's batch buffer) and the mailboxes themselves, spares
+	// included.
 	MaxQueueMemory   = 1 << 32
 	MaxLocalBatch    = 1 << 20
 	MaxRegulps       = 1 << 20
 	MaxSpinPasses    = 1 << 20
 	MaxStealAge      = time.Minute
 	MaxParkTimeout   = time.Hour
-	envelopeSize     = 40 // bytes per queued envelope, for MaxQueueMemory
-	maxThreadsMargin = 64 // threads left to the rest of the program (see Workers)
+	envelopeSize     = 40                                  // bytes per queued envelope, for MaxQueueMemory
+	mailboxSize      = int64(unsafe.Sizeof(mailbox{})) + 8 // a mailbox and its slot, for MaxQueueMemory
+	maxThreadsMargin = 64                                  // threads left to the rest of the program (see Workers)
 )
 
 // ParkKind selects the sleep primitive of idle workers (Config.Park).
@@ -252,8 +256,11 @@ func (c Config) resolved() (Config, error) {
 	if c.QueueCapacity < 0 || c.QueueCapacity > MaxQueueCapacity {
 		return bad("queue capacity %d (1 to %d)", c.QueueCapacity, MaxQueueCapacity)
 	}
-	if mem := int64(c.Queues+c.Workers) * int64(c.QueueCapacity) * envelopeSize; mem > MaxQueueMemory {
-		return bad("%d queues of capacity %d take %d MiB (at most %d MiB)", c.Queues, c.QueueCapacity, mem>>20, MaxQueueMemory>>20)
+	mem := int64(c.Queues+c.Workers)*int64(c.QueueCapacity)*envelopeSize +
+		int64(c.Queues+c.SpareQueues*c.Workers)*mailboxSize
+	if mem > MaxQueueMemory {
+		return bad("%d queues of capacity %d and %d spares take %d MiB (at most %d MiB)",
+			c.Queues, c.QueueCapacity, c.SpareQueues*c.Workers, mem>>20, MaxQueueMemory>>20)
 	}
 	if c.Steal == nil {
 		c.Steal = stealing.LongestVictim

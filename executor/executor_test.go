@@ -169,6 +169,15 @@ func TestConfigResolution(t *testing.T) {
 		_, err := bad.resolved()
 		assert.ErrorIs(t, err, ErrConfig, "%+v", bad)
 	}
+
+	// The mailboxes themselves count against MaxQueueMemory, spares
+	// included: 4M queues and 4M spares take more than 4 GiB (about 5.4),
+	// though their copy queues alone (capacity 20: 3.4 GiB) would not.
+	_, err = Config{Workers: 1024, Queues: MaxQueues, SpareQueues: MaxQueues / 1024, QueueCapacity: 20}.resolved()
+	if maxThreads() > 1024+maxThreadsMargin {
+		require.ErrorIs(t, err, ErrConfig)
+		assert.Contains(t, err.Error(), "spares take")
+	}
 }
 
 // probe is a minimal actor for in-package tests: a Cell and a behaviour.

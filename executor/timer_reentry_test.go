@@ -60,6 +60,24 @@ func (g *gated) count() (ticks int, replies []*Reply[int]) {
 	return g.ticks, append([]*Reply[int](nil), g.replies...)
 }
 
+// heldGated starts a one-worker executor and spawns a gated actor with
+// options o, its ports for requests and ticks bound, and holds its worker
+// in onHold (until s.gate closes), so that its mailbox fills.
+func heldGated(t *testing.T, o SpawnOptions) (e *Executor, s *gated, reqs Port[*greq], ticks Port[*gtick]) {
+	t.Helper()
+	e, err := Start(Config{Workers: 1, Queues: 1})
+	require.NoError(t, err)
+	s = newGated()
+	require.NoError(t, SpawnWith(e, &s.cell, s, o))
+	reqs, err = Bind(&s.cell, s, (*gated).onReq)
+	require.NoError(t, err)
+	ticks, err = Bind(&s.cell, s, (*gated).onTick)
+	require.NoError(t, err)
+	require.NoError(t, Send(&s.cell, s, &hold{}, (*gated).onHold))
+	<-s.began
+	return e, s, reqs, ticks
+}
+
 // returns fails the test if f does not return within 20s: a deadlocked
 // timer set never does, however slow the machine.
 func returns(t *testing.T, what string, f func()) {
@@ -121,16 +139,7 @@ func TestTimerFiringStopsATimer(t *testing.T) {
 // An AskFunc function that its timeout calls (on the timer goroutine) may
 // set and stop timers: it is not a blocking call.
 func TestTimeoutFunctionSetsATimer(t *testing.T) {
-	e, err := Start(Config{Workers: 1, Queues: 1})
-	require.NoError(t, err)
-	s := newGated()
-	require.NoError(t, Spawn(e, &s.cell, s))
-	reqs, err := Bind(&s.cell, s, (*gated).onReq)
-	require.NoError(t, err)
-	ticks, err := Bind(&s.cell, s, (*gated).onTick)
-	require.NoError(t, err)
-	require.NoError(t, Send(&s.cell, s, &hold{}, (*gated).onHold))
-	<-s.began
+	e, s, reqs, ticks := heldGated(t, SpawnOptions{})
 
 	type outcome struct {
 		askErr, setErr error
@@ -159,16 +168,7 @@ func TestTimeoutFunctionSetsATimer(t *testing.T) {
 // DropOldest mailbox, drops a request whose AskFunc function stops that
 // periodic timer.
 func TestTimerStoppedDuringItsFiring(t *testing.T) {
-	e, err := Start(Config{Workers: 1, Queues: 1})
-	require.NoError(t, err)
-	s := newGated()
-	require.NoError(t, SpawnWith(e, &s.cell, s, SpawnOptions{MailboxBound: 1, Overflow: DropOldest}))
-	reqs, err := Bind(&s.cell, s, (*gated).onReq)
-	require.NoError(t, err)
-	ticks, err := Bind(&s.cell, s, (*gated).onTick)
-	require.NoError(t, err)
-	require.NoError(t, Send(&s.cell, s, &hold{}, (*gated).onHold))
-	<-s.began
+	e, s, reqs, ticks := heldGated(t, SpawnOptions{MailboxBound: 1, Overflow: DropOldest})
 
 	perc := make(chan Timer, 1) // the periodic timer, for f
 	stopped := make(chan bool, 1)
@@ -201,14 +201,7 @@ func TestTimerStoppedDuringItsFiring(t *testing.T) {
 // Stop, its actor's termination or the system's stop cancel it. The
 // refused firing is counted dead, as a one-shot's is.
 func TestTimerRefusedFiringGoesOn(t *testing.T) {
-	e, err := Start(Config{Workers: 1, Queues: 1})
-	require.NoError(t, err)
-	s := newGated()
-	require.NoError(t, SpawnWith(e, &s.cell, s, SpawnOptions{MailboxBound: 1, Overflow: Reject}))
-	ticks, err := Bind(&s.cell, s, (*gated).onTick)
-	require.NoError(t, err)
-	require.NoError(t, Send(&s.cell, s, &hold{}, (*gated).onHold))
-	<-s.began
+	e, s, _, ticks := heldGated(t, SpawnOptions{MailboxBound: 1, Overflow: Reject})
 	require.NoError(t, ticks.Send(&gtick{})) // fills the mailbox
 	per, err := SendEvery(ticks, time.Millisecond, &gtick{})
 	require.NoError(t, err)

@@ -193,6 +193,10 @@ type Executor struct {
 	undeliver atomic.Int64
 
 	gaveUp atomic.Bool // see closed
+
+	// sentMax is the largest Stats.MessagesSent a snapshot computed
+	// (raised by CAS in Stats, which reads it): see Stats.
+	sentMax atomic.Uint64
 }
 
 const lifeStopped = 1 << 62

@@ -187,7 +187,9 @@ type Stats struct {
 	// workers and from other goroutines alike: pushes counted by each
 	// mailbox under its lock, plus local sends. It is system-wide because
 	// attributing each send to a worker would cost the send path a
-	// goroutine-identity lookup.
+	// goroutine-identity lookup. While messages are sent, a snapshot may
+	// lag the true count; it never exceeds it, never decreases from one
+	// snapshot to the next, and is exact once the system is quiet.
 	MessagesSent   uint64
 	LiveActors     int64 // spawned and not yet terminated (0 once a forced Stop has terminated the rest: see Cell.Alive)
 	ParkedWorkers  int   // workers asleep at the time of the snapshot
@@ -307,6 +309,23 @@ func (e *Executor) Stats() Stats {
 	s.MessagesSent += e.sup.privSent.Load()
 	if ctl := e.sup.ctlSent.Load(); ctl <= s.MessagesSent {
 		s.MessagesSent -= ctl
+	}
+	// The reads above are not one atomic snapshot: a control envelope
+	// counted in ctlSent (read last) may be pushed after its mailbox was
+	// read, so the sum can come out low, never high (every other count is
+	// read after what it counts happened). sentMax, the largest sum any
+	// snapshot saw, is therefore never above the true count, and taking
+	// it makes MessagesSent never decrease between snapshots (a
+	// Prometheus counter must not); once the system is quiet the sum is
+	// exact.
+	for hw := e.sentMax.Load(); ; hw = e.sentMax.Load() {
+		if s.MessagesSent <= hw {
+			s.MessagesSent = hw
+			break
+		}
+		if e.sentMax.CompareAndSwap(hw, s.MessagesSent) {
+			break
+		}
 	}
 	s.MailboxRejected, s.MailboxDroppedNewest = e.sup.rejected.Load(), e.sup.droppedNewest.Load()
 	s.MailboxDroppedOldest, s.WatchNotices = e.sup.droppedOldest.Load(), e.sup.notices.Load()

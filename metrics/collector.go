@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"reflect"
 	"strconv"
 	"sync"
 	"time"
@@ -128,12 +129,14 @@ func NewCollector() *Collector {
 // read one last time and its counters are added to the retired totals, so
 // attach a new system after the previous one has stopped: what the previous
 // one counts after Attach is not exported. src == nil only retires the
-// current source. Attaching the current source again does nothing; attaching
-// a source that was retired before counts its statistics twice.
+// current source. Attaching the current source again does nothing (a
+// source whose type cannot be compared with ==, a function adapter say, is
+// never taken for the current one); attaching a source that was retired
+// before counts its statistics twice.
 func (c *Collector) Attach(src Source) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if src == c.cur {
+	if sameSource(src, c.cur) {
 		return
 	}
 	if c.cur != nil {
@@ -142,6 +145,16 @@ func (c *Collector) Attach(src Source) {
 		}
 	}
 	c.cur = src
+}
+
+// sameSource reports a == b without panicking on a type that == cannot
+// compare.
+func sameSource(a, b Source) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	ta := reflect.TypeOf(a)
+	return ta == reflect.TypeOf(b) && ta.Comparable() && a == b
 }
 
 // Totals returns the statistics the counters report: the retired totals plus

@@ -425,3 +425,19 @@ func TestRealAsks(t *testing.T) {
 	require.Equal(t, 1.0, value(t, f, "actord_late_replies_total"))
 	require.NotContains(t, f, "actord_asks_pending")
 }
+
+// statsFunc adapts a function to Source, as http.HandlerFunc adapts one to
+// http.Handler: its type cannot be compared with ==.
+type statsFunc func() (executor.Stats, error)
+
+func (f statsFunc) Stats() (executor.Stats, error) { return f() }
+
+// Attaching a source whose type == cannot compare works (Attach compared
+// sources with ==, which panicked), and counts as a new source.
+func TestAttachUncomparableSource(t *testing.T) {
+	c := NewCollector()
+	st := func() (executor.Stats, error) { return executor.Stats{MessagesSent: 1}, nil }
+	c.Attach(statsFunc(st))
+	require.NotPanics(t, func() { c.Attach(statsFunc(st)) })
+	require.Equal(t, uint64(2), c.Totals().MessagesSent, "the first source retired, the second current")
+}

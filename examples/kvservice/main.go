@@ -101,5 +101,9 @@ func serve(ctx context.Context, ln net.Listener, cfg config, log *slog.Logger) e
 			serveErr = err
 		}
 	}
-	return errors.Join(serveErr, shutErr, svc.close(sctx))
+	// The actors get a timeout of their own: a Shutdown that used up its
+	// time on a stuck request must not leave them none.
+	actx, cancelActors := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancelActors()
+	return errors.Join(serveErr, shutErr, svc.close(actx))
 }

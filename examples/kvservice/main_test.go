@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -330,4 +331,48 @@ func TestShutdown(t *testing.T) {
 		t.Fatal("the service still answers after shutdown")
 	}
 	goleak.VerifyNone(t)
+}
+
+// A session whose creating request ends before its first touch (a
+// deadline of 1ns here; a client that hangs up alike) still expires: its
+// idle timer is armed when it starts, not by that touch.
+func TestSessionExpiresWhenFirstTouchFails(t *testing.T) {
+	cfg := defaultConfig()
+	cfg.SessionIdle = 50 * time.Millisecond
+	ts := start(t, cfg)
+	for range 20 {
+		code, body := ts.do("POST", "/session?timeout=1ns", "")
+		expect(t, "new session, deadline passed", code, http.StatusGatewayTimeout, body)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ts.health().Sessions != 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d sessions never expired (idle timeout %v)", ts.health().Sessions, cfg.SessionIdle)
+		}
+	}
+}
+
+// A PUT whose body stalls is cut off at the request's deadline, so a
+// shutdown does not wait for it and ends cleanly.
+func TestStalledUploadDoesNotBlockShutdown(t *testing.T) {
+	cfg := defaultConfig()
+	cfg.Timeout = 100 * time.Millisecond
+	ts := start(t, cfg)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(ts.base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "PUT /kv/x HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nab") // 8 bytes short
+	conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer to the stalled upload: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("stalled upload: status %d, want %d", resp.StatusCode, http.StatusBadRequest)
+	}
+	if err := ts.stop(); err != nil {
+		t.Fatalf("shutdown after a stalled upload: %v", err)
+	}
 }

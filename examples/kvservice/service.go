@@ -142,9 +142,19 @@ const maxValue = 1 << 20
 func (s *service) putKey(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := s.requestContext(r)
 	defer cancel()
+	// The request's deadline covers reading its body too: a client that
+	// stalls mid-upload must not hold the handler (and a shutdown) for ever.
+	if dl, ok := ctx.Deadline(); ok {
+		_ = http.NewResponseController(w).SetReadDeadline(dl)
+	}
 	value, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxValue))
-	if err != nil {
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
 		http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
+		return
+	case err != nil:
+		http.Error(w, "reading the body: "+err.Error(), http.StatusBadRequest)
 		return
 	}
 	key := r.PathValue("key")
@@ -189,7 +199,8 @@ func (s *service) newSession(w http.ResponseWriter, r *http.Request) {
 		s.failed(w, r, err)
 		return
 	}
-	// The first touch arms the session's idle timer.
+	// Its first touch: the session is registered and its idle timer armed
+	// already, so it expires even if this ask fails (the client hung up).
 	info, err := actor.Ask(ctx, sess.touch, &touchReq{})
 	if err != nil {
 		s.failed(w, r, err)

@@ -17,14 +17,14 @@ type session struct {
 	created time.Time
 	forget  func(id string) // removes the session from the service's registry
 
-	// Changed only by the session's behaviours.
-	hits  int
-	timer actor.Timer // the pending expiry; the zero Timer before the first touch
-	gen   uint64      // the generation of the pending expiry
-
-	// Ports, bound once when the session is spawned.
-	touch  actor.Port[*touchReq]
+	// Changed only by the session's hook and behaviours.
+	hits   int
+	timer  actor.Timer // the pending expiry
+	gen    uint64      // the generation of the pending expiry
 	expire actor.Port[*expireMsg]
+
+	// Bound once when the session is spawned, for the service.
+	touch actor.Port[*touchReq]
 }
 
 // touchReq marks the session as used and answers with its state.
@@ -52,20 +52,31 @@ type endMsg struct {
 	actor.Message
 }
 
-// spawnSession spawns a session and binds its ports. Its timer is armed by
-// its first touch, inside a behaviour like every later change.
+// spawnSession spawns a session and binds the port the service touches it
+// through. Its Started hook arms its idle timer, so that a session expires
+// whatever becomes of the request that created it (a client that hangs up
+// before the first touch, say).
 func spawnSession(sys *actor.System, id string, idle time.Duration, forget func(string)) (*session, error) {
 	s, err := actor.Spawn(sys, &session{id: id, idle: idle, created: time.Now(), forget: forget})
 	if err != nil {
 		return nil, err
 	}
 	if s.touch, err = actor.Bind(s, (*session).onTouch); err != nil {
-		return nil, err
-	}
-	if s.expire, err = actor.Bind(s, (*session).onExpire); err != nil {
+		_ = actor.SendPill(s, actor.FinishedMsg) // not registered: nothing else would end it
 		return nil, err
 	}
 	return s, nil
+}
+
+// Started runs on the session's worker before its first message: it binds
+// the port its timer sends to and arms the timer, inside the actor like
+// every later change of them.
+func (s *session) Started() {
+	// Bind and SendAfter fail only while the system stops, and the
+	// session ends then.
+	s.expire, _ = actor.Bind(s, (*session).onExpire)
+	s.gen++
+	s.timer, _ = actor.SendAfter(s.expire, s.idle, &expireMsg{gen: s.gen})
 }
 
 // onTouch re-arms the idle timer: it stops the pending one and starts a new

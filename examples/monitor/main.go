@@ -41,6 +41,10 @@ func main() {
 	report := flag.Duration("report", 2*time.Second, "how often the counter logs the rate of hits")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if *report <= 0 || *load < 0 {
+		log.Error("-report must be positive and -load not negative")
+		os.Exit(2)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -105,4 +106,40 @@ func TestCounterTicks(t *testing.T) {
 	require.NoError(t, actor.SendPill(c, actor.FinishedMsg))
 	assert.Equal(t, 1, strings.Count(log.String(), "msg=hits"), "only the second tick has a previous one")
 	assert.Contains(t, log.String(), "total=4")
+}
+
+// Page names come from clients: past maxPages distinct ones, hits count
+// under otherPages, so input cannot grow the counter without bound.
+func TestCounterBoundsPages(t *testing.T) {
+	sys := actortest.Start(t)
+	c := &counter{pages: map[string]int{}, log: slog.New(slog.DiscardHandler)}
+	_, err := actor.Spawn(sys, c)
+	require.NoError(t, err)
+	for i := range maxPages + 10 {
+		require.NoError(t, actor.Send(c, &hit{page: fmt.Sprint("p", i)}, (*counter).onHit))
+	}
+	require.NoError(t, actor.Send(c, &hit{page: "p0"}, (*counter).onHit)) // known: counted by name
+	asks, err := actor.Bind(c, (*counter).onCounts)
+	require.NoError(t, err)
+	pages := actortest.Ask(t, asks, &counts{})
+	assert.Len(t, pages, maxPages+1)
+	assert.Equal(t, 10, pages[otherPages])
+	assert.Equal(t, 2, pages["p0"])
+	require.NoError(t, actor.SendPill(c, actor.FinishedMsg))
+}
+
+// start with a period SendEvery refuses fails, and stops its system: the
+// counter, spawned already, used to stay alive, and Stop waited for ever.
+func TestStartFailsCleanly(t *testing.T) {
+	done := make(chan error, 1)
+	go func() {
+		_, err := start(0, slog.New(slog.DiscardHandler))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		assert.ErrorIs(t, err, actor.ErrBadPeriod)
+	case <-time.After(20 * time.Second):
+		t.Fatal("start(0) did not return")
+	}
 }

@@ -48,8 +48,20 @@ type counter struct {
 	reports int // ticks logged (for tests)
 }
 
+// maxPages bounds the pages counted by name: page names come from clients,
+// and state that input can grow must be bounded. Hits on further pages
+// count under otherPages.
+const (
+	maxPages   = 1000
+	otherPages = "(other)"
+)
+
 func (c *counter) onHit(m *hit) actor.Allocation {
-	c.pages[m.page]++
+	page := m.page
+	if _, ok := c.pages[page]; !ok && len(c.pages) >= maxPages {
+		page = otherPages
+	}
+	c.pages[page]++
 	c.total++
 	return actor.Nodelete
 }
@@ -93,6 +105,9 @@ func start(report time.Duration, log *slog.Logger) (*monitor, error) {
 	}
 	m := &monitor{sys: sys, metrics: metrics.Handler(reg), c: &counter{pages: map[string]int{}, log: log}}
 	if err := m.spawn(report); err != nil {
+		// The counter, if it was spawned, must terminate, or Stop waits
+		// for it for ever.
+		_ = actor.SendPill(m.c, actor.FinishedMsg)
 		return nil, errors.Join(err, sys.Stop(context.Background()))
 	}
 	return m, nil

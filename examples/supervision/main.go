@@ -110,6 +110,15 @@ type result struct {
 // poison > budget), and items items to a sink bounded to bound messages.
 func run(tasks, poison, budget, items, bound int) (result, error) {
 	var r result
+	// The worker terminates exactly when poison > budget, at the last
+	// task: a budget below 1 would mean the default (0) or no limit, and
+	// more poisoned tasks than budget+1 would leave tasks undelivered.
+	switch {
+	case budget < 1 || tasks < 1 || items < 0 || bound < 1:
+		return r, errors.New("-budget, -tasks and -bound must be at least 1, -items not negative")
+	case poison < 0 || poison > tasks || poison > budget+1:
+		return r, fmt.Errorf("-poison must be 0 to min(-tasks, -budget+1) = %d", min(tasks, budget+1))
+	}
 	sys, err := actor.Start(actor.WithErrorHandler(func(err error) {
 		log.Printf("reported: %v", firstLine(err))
 	}))

@@ -2,6 +2,7 @@ package main
 
 import (
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -48,5 +49,30 @@ func TestPastBudget(t *testing.T) {
 	}
 	if r.Received != r.Items {
 		t.Fatalf("sink received %d of %d items", r.Received, r.Items)
+	}
+}
+
+// Flags that the example cannot run with are refused: run used to wait for
+// ever for a termination notice that such flags never bring (fewer tasks
+// than poisoned ones, a budget of 0, which means the default, or -1, no
+// limit).
+func TestRunRefusesBadFlags(t *testing.T) {
+	for _, c := range []struct{ tasks, poison, budget, items, bound int }{
+		{2, 4, 3, 10, 4},
+		{20, 4, 0, 10, 4},
+		{20, 4, -1, 10, 4},
+		{20, 6, 3, 10, 4},
+		{20, 4, 3, 10, 0},
+	} {
+		done := make(chan error, 1)
+		go func() { _, err := run(c.tasks, c.poison, c.budget, c.items, c.bound); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Errorf("run%+v: no error", c)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("run%+v did not return", c)
+		}
 	}
 }

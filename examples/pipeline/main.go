@@ -9,6 +9,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log"
@@ -60,6 +61,9 @@ type result struct {
 
 // run pushes jobs through a pipeline of stages, at most window in flight.
 func run(jobs, stages, window int) (result, error) {
+	if jobs < 0 || stages < 1 || window < 1 {
+		return result{}, errors.New("-stages and -window must be at least 1, -jobs not negative")
+	}
 	sys, err := actor.Start()
 	if err != nil {
 		return result{}, err

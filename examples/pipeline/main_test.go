@@ -25,3 +25,13 @@ func TestPipeline(t *testing.T) {
 		t.Fatalf("%d messages allocated for %d jobs: the pool is not reused", r.Allocated, jobs)
 	}
 }
+
+// Flags the pipeline cannot run with are refused: a window of 0 waited for
+// ever, no stages panicked.
+func TestRunRefusesBadFlags(t *testing.T) {
+	for _, c := range [][3]int{{10, 4, 0}, {10, 0, 4}, {-1, 4, 4}} {
+		if _, err := run(c[0], c[1], c[2]); err == nil {
+			t.Errorf("run(%d, %d, %d): no error", c[0], c[1], c[2])
+		}
+	}
+}

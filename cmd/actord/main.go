@@ -91,18 +91,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		log.Error("cannot listen", "err", err)
 		return 1
 	}
-	var healthy atomic.Bool // true while the workload runs; written by run, read by /healthz
+	var healthy atomic.Bool // true while the workload runs: set by its first system's start, cleared by run; read by /healthz
 	srv := &http.Server{Handler: newMux(reg, &healthy), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	addr := ln.Addr().String()
 
-	w := &workload{cfg: cfg, coll: coll, wm: wm, log: log}
+	w := &workload{cfg: cfg, coll: coll, wm: wm, log: log, running: &healthy}
 	log.Info("actord started", "listen", addr, "metrics", "http://"+addr+"/metrics",
 		"workload", cfg.workload, "workers", workersOf(cfg), "queues_per_worker", cfg.queuesPerWorker,
 		"steal", cfg.steal.String(), "size", cfg.size, "rate", cfg.rate, "duration", cfg.duration, "gomaxprocs", runtime.GOMAXPROCS(0))
 	started := time.Now()
-	healthy.Store(true)
 	if ready != nil {
 		ready(addr)
 	}

@@ -87,7 +87,11 @@ func startRun(t *testing.T, ctx context.Context, args ...string) (string, func()
 // stopped cleanly and logged its final statistics.
 func TestServe(t *testing.T) {
 	base, wait, logs := startRun(t, context.Background(), "-size", "50", "-rate", "2000", "-report-interval", "200ms")
+	// 503 while the workload's system starts, then 200.
 	code, body := get(t, base+"/healthz")
+	for deadline := time.Now().Add(10 * time.Second); code == http.StatusServiceUnavailable && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		code, body = get(t, base+"/healthz")
+	}
 	require.Equal(t, http.StatusOK, code)
 	require.Equal(t, "ok\n", body)
 

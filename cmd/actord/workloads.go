@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/actord/actord/actor"
@@ -27,6 +28,9 @@ type workload struct {
 	coll *metrics.Collector
 	wm   *metrics.Workload
 	log  *slog.Logger
+	// running, if not nil, is set once the first system has started
+	// (/healthz answers 200 from then on).
+	running *atomic.Bool
 }
 
 // start starts a system with the configured options, logs its panics
@@ -46,6 +50,9 @@ func (w *workload) start() (*actor.System, error) {
 		return nil, err
 	}
 	w.coll.Attach(sys)
+	if w.running != nil {
+		w.running.Store(true)
+	}
 	return sys, nil
 }
 

@@ -134,10 +134,13 @@ func (c *Cell) executor() *Executor {
 }
 
 // Alive reports whether the actor has been spawned and has not terminated.
-// An actor still alive when its executor shut down (a Stop whose context
-// ended) counts as terminated.
+// An actor whose termination hooks (Stopped, Destroy) are running already
+// refuses sends but still reports true: Alive turns false when they have
+// returned, so that the program may spawn it again from then on. An actor
+// still alive when its executor shut down (a Stop whose context ended)
+// counts as terminated.
 func (c *Cell) Alive() bool {
-	if c.state.Load()&cellKindMask != cellAlive {
+	if k := c.state.Load() & cellKindMask; k != cellAlive && k != cellEnding {
 		return false
 	}
 	return !c.executor().closed.Load()

@@ -59,7 +59,14 @@ func (p Port[M]) Send(msg M) error {
 }
 
 // Alive reports whether the port's incarnation is alive (a snapshot, as
-// Cell.Alive).
+// Cell.Alive: true while its termination hooks run).
 func (p Port[M]) Alive() bool {
-	return p.cell != nil && p.cell.state.Load()|cellPlain == p.want && !p.cell.executor().closed.Load()
+	if p.cell == nil {
+		return false
+	}
+	st := p.cell.state.Load()
+	if st|cellPlain != p.want && (incOf(st) != incOf(p.want) || st&cellKindMask != cellEnding) {
+		return false
+	}
+	return !p.cell.executor().closed.Load()
 }

@@ -176,6 +176,14 @@ func (t *askTarget[R]) timedOut() {
 	}
 }
 
+// timerStopped completes the request with ErrStopped: its system stopped
+// before its timeout fired, and nothing else would end it (a request its
+// receiver kept without answering).
+func (t *askTarget[R]) timerStopped() {
+	var zero R
+	t.complete(zero, ErrStopped, true)
+}
+
 // askSpins bounds how many times Ask polls for the reply before blocking.
 const askSpins = 2000
 

@@ -1149,12 +1149,18 @@ func (e *Executor) stopExts(hooks bool) int64 {
 			q.mu.Lock()
 			q.closed = true
 			q.signalRoom()
+			var rest []envelope
 			for q.ring.n > 0 {
-				env := q.ring.pop()
+				rest = append(rest, q.ring.pop())
+			}
+			q.mu.Unlock()
+			// Outside q.mu: dropping a request completes it, and its
+			// Reply may be sent to this very queue (an actor asking
+			// itself with AskAsync).
+			for _, env := range rest {
 				dropped(env.msg, ErrStopped)
 				left++
 			}
-			q.mu.Unlock()
 		}
 		x.mu.Lock() // finish, on a worker still stuck in a behaviour (!hooks), may be writing obj
 		obj := x.obj

@@ -416,9 +416,9 @@ func (ts *timers) lock() bool {
 // close stops the timer goroutine (waiting for it to exit) and drops every
 // pending timer, releasing all the set's memory. Dropped message timers are
 // counted dead (they can never deliver: the system has stopped); dropped
-// internal timeouts are not called. Later adds fail with ErrStopped and
-// Timer.Stop returns false. Called once by Stop, after the workers have
-// exited; calling it again does nothing.
+// internal timeouts are not called (a timeStopper is told instead). Later
+// adds fail with ErrStopped and Timer.Stop returns false. Called once by
+// Stop, after the workers have exited; calling it again does nothing.
 func (ts *timers) close() {
 	ts.mu.Lock()
 	if ts.closed {
@@ -427,9 +427,12 @@ func (ts *timers) close() {
 	}
 	ts.closed = true
 	var n int64
+	var ended []timeStopper
 	for _, i := range ts.heap {
-		if ts.at(i).cell != nil {
+		if en := ts.at(i); en.cell != nil {
 			n++
+		} else if s, ok := en.msg.(timeStopper); ok {
+			ended = append(ended, s)
 		}
 	}
 	ts.pending.Add(-n)
@@ -445,7 +448,16 @@ func (ts *timers) close() {
 		close(quit)
 		<-done
 	}
+	for _, s := range ended {
+		s.timerStopped()
+	}
 }
+
+// timeStopper is an internal timeout that must learn that the system
+// stopped before it fired (close calls timerStopped, without mu, after the
+// timer goroutine has exited): an ask's, whose requester would otherwise
+// never be told.
+type timeStopper interface{ timerStopped() }
 
 // wakeUp wakes the timer goroutine, from either sleep. Called with mu held,
 // once the goroutine exists.

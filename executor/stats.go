@@ -183,7 +183,8 @@ type Stats struct {
 	// ExternalActorsCreated counts actors spawned by goroutines that are
 	// not workers (the program's main goroutine, servers, timers).
 	ExternalActorsCreated uint64
-	// MessagesSent counts every successful send (pills included), from
+	// MessagesSent counts every successful send (pills included; a message
+	// that a full DropNewest mailbox dropped at once is not counted), from
 	// workers and from other goroutines alike: pushes counted by each
 	// mailbox under its lock, plus local sends. It is system-wide because
 	// attributing each send to a worker would cost the send path a

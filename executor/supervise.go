@@ -542,6 +542,22 @@ func (q *privQueue) put(c *Cell, x *cellExt, coff, want uint32, fn unsafe.Pointe
 	}
 }
 
+// close closes the queue (later puts fail, waiting SendContext callers
+// wake) and returns what it held, for the caller to drop after q.mu is
+// released: dropping a request completes it, and its Reply may be sent to
+// this very queue (an actor that asked itself with AskAsync).
+func (q *privQueue) close() []envelope {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.closed = true
+	q.signalRoom()
+	var rest []envelope
+	for q.ring.n > 0 {
+		rest = append(rest, q.ring.pop())
+	}
+	return rest
+}
+
 // signalRoom wakes SendContext callers waiting for room. Called with mu held.
 func (q *privQueue) signalRoom() {
 	if q.room != nil {
@@ -898,15 +914,7 @@ func (w *worker) terminateExt(c *Cell, x *cellExt, alive uint32, st Allocation, 
 		}
 	}
 	if q := x.pq; q != nil {
-		q.mu.Lock()
-		q.closed = true
-		q.signalRoom()
-		var rest []envelope
-		for q.ring.n > 0 {
-			rest = append(rest, q.ring.pop())
-		}
-		q.mu.Unlock()
-		for _, env := range rest {
+		for _, env := range q.close() {
 			w.st.private++
 			w.st.DeadLetters++
 			dropped(env.msg, ErrTerminated)
@@ -1146,18 +1154,7 @@ func (e *Executor) stopExts(hooks bool) int64 {
 			}
 		}
 		if q := x.pq; q != nil {
-			q.mu.Lock()
-			q.closed = true
-			q.signalRoom()
-			var rest []envelope
-			for q.ring.n > 0 {
-				rest = append(rest, q.ring.pop())
-			}
-			q.mu.Unlock()
-			// Outside q.mu: dropping a request completes it, and its
-			// Reply may be sent to this very queue (an actor asking
-			// itself with AskAsync).
-			for _, env := range rest {
+			for _, env := range q.close() {
 				dropped(env.msg, ErrStopped)
 				left++
 			}

@@ -177,12 +177,29 @@ func (w *worker) recovered(r any, goexit bool) {
 	inPriv := w.sup.inPriv
 	w.sup.inPriv = false
 	c := env.cell
+	if w.termGoexit {
+		// A hook's runtime.Goexit unwound a termination, which
+		// extTerm.run completed and recorded. What followed it in
+		// drainBatch or deliverOne is skipped: a request the behaviour
+		// did not answer is failed here.
+		w.termGoexit = false
+		w.msgStatus = Nodelete
+		if w.mayBeRequest(env.msg) {
+			dropped(env.msg, ErrTerminated)
+		}
+		return
+	}
 	stack := debug.Stack()
 	w.st.Panics++
 	w.msgStatus = Nodelete
 	var obj any
+	hook := ""
 	switch s := c.state.Load(); {
 	case w.ending != nil && w.ending == c:
+		hook = "Release"
+		if s == w.endingWord {
+			hook = "Destroy"
+		}
 		// If Destroy panicked the state is still ending; if Release
 		// panicked it is dead, or already a new incarnation that must not
 		// be touched (the CAS fails then).
@@ -196,6 +213,7 @@ func (w *worker) recovered(r any, goexit bool) {
 			dropped(env.msg, ErrTerminated)
 		}
 	case w.inMsgHook:
+		hook = "message"
 		w.inMsgHook = false
 		if inPriv && s|cellPlain == env.want {
 			// The panic unwound drainPrivate, which had the private
@@ -211,16 +229,20 @@ func (w *worker) recovered(r any, goexit bool) {
 		dropped(env.msg, fmt.Errorf("%w: %w", ErrTerminated, pe)) // a request its receiver panicked on
 		if s&cellPlain == 0 {
 			x := c.ext.Load()
-			if handled, ended := w.supervise(c, x, env.want, pe); handled {
-				if ended { // it terminated the actor: an error of Stop
-					w.e.recordPanic(pe)
-				} else if w.e.cfg.OnError != nil { // handled: reported, but not an error of Stop
+			w.pendingPanic = pe // a Goexit in a termination hook would skip our recordPanic
+			handled, ended := w.supervise(c, x, env.want, pe)
+			if !handled {
+				x.lastPanic = pe
+				w.terminateExt(c, x, env.want, Finished, reasonPanic)
+				ended = true
+			}
+			w.pendingPanic = nil
+			if !ended { // handled: reported, but not an error of Stop
+				if w.e.cfg.OnError != nil {
 					w.e.callOnError(pe)
 				}
 				return
 			}
-			x.lastPanic = pe
-			w.terminateExt(c, x, env.want, Finished, reasonPanic)
 		} else {
 			inc := incOf(env.want)
 			w.st.ActorsTerminated++
@@ -232,7 +254,7 @@ func (w *worker) recovered(r any, goexit bool) {
 		w.e.recordPanic(pe)
 		return
 	}
-	w.e.recordPanic(&PanicError{Actor: obj, Message: env.msg, Value: r, Goexit: goexit, Stack: stack, Worker: w.id})
+	w.e.recordPanic(&PanicError{Actor: obj, Message: env.msg, Value: r, Goexit: goexit, Stack: stack, Worker: w.id, hook: hook})
 }
 
 // SetAllocation sets what the executor does with the message after the

@@ -45,8 +45,9 @@ var (
 	ErrMailboxFull = errors.New("executor: mailbox full")
 )
 
-// PanicError reports a behaviour (or a Destroy/Release hook) that panicked or
-// called runtime.Goexit. The worker and every other actor went on. A panic in
+// PanicError reports a behaviour (or a hook: an actor's Started, Stopped,
+// Destroy or Release, a Reset function, a message's Destroy or Release) that
+// panicked or called runtime.Goexit. The worker and every other actor went on. A panic in
 // a behaviour terminates its actor (without hooks); in an actor's hook, it
 // completes that actor's termination; in a message's hook, it leaves the
 // actor, whose behaviour completed, alive. It also reports a function run by
@@ -61,7 +62,8 @@ type PanicError struct {
 	Stack   []byte // the goroutine's stack at the panic
 	Worker  int    // the worker that recovered it; -1 off the workers (Go's functions, hooks run by Stop)
 
-	fn string // for a function given to Go or AskFunc: what it was
+	fn   string // for a function given to Go or AskFunc: what it was
+	hook string // for a hook: which one ("Started", "Stopped", "Reset", "Destroy", "Release"; "message" for a message's)
 }
 
 func (e *PanicError) Error() string {
@@ -70,6 +72,16 @@ func (e *PanicError) Error() string {
 			return "executor: " + e.fn + " called runtime.Goexit"
 		}
 		return fmt.Sprintf("executor: %s panicked: %v", e.fn, e.Value)
+	}
+	if e.hook != "" {
+		what := fmt.Sprintf("%s hook of %T", e.hook, e.Actor)
+		if e.hook == "message" {
+			what = fmt.Sprintf("Destroy or Release hook of message %T", e.Message)
+		}
+		if e.Goexit {
+			return fmt.Sprintf("executor: %s called runtime.Goexit (worker %d)", what, e.Worker)
+		}
+		return fmt.Sprintf("executor: %s panicked (worker %d): %v", what, e.Worker, e.Value)
 	}
 	if e.Goexit {
 		return fmt.Sprintf("executor: behaviour of %T called runtime.Goexit on message %T (worker %d)",

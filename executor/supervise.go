@@ -639,6 +639,9 @@ func (w *worker) deliverExt(env *envelope) {
 	if !ctl {
 		if w.runStarted(c, x, env.want) {
 			w.deliverOne(env)
+		} else { // the hook panicked: the actor terminated before env
+			w.st.DeadLetters++
+			dropped(env.msg, ErrTerminated)
 		}
 		return
 	}
@@ -703,8 +706,16 @@ func (w *worker) runStarted(c *Cell, x *cellExt, want uint32) bool {
 		return true
 	}
 	x.started = true
-	if r, ok := safeCall(x.starter.Started); !ok {
-		w.hookPanicked(x, r, nil)
+	exited := true
+	defer func() {
+		if exited {
+			w.hookExited(c, x, want, "Started")
+		}
+	}()
+	r, ok := safeCall(x.starter.Started)
+	exited = false
+	if !ok {
+		w.hookPanicked(x, r, "Started")
 		w.terminateExt(c, x, want, Finished, reasonPanic)
 		return false
 	}
@@ -797,12 +808,21 @@ func (b *backoffEnd) timedOut() { sendControl(b.c, b.want, &control{op: opResume
 // (false: the reset panicked and the actor terminated).
 func (w *worker) restart(c *Cell, x *cellExt, want uint32) bool {
 	x.started = false
-	if x.reset != nil {
-		if r, ok := safeCall(x.reset); !ok {
-			w.hookPanicked(x, r, nil)
-			w.terminateExt(c, x, want, Finished, reasonPanic)
-			return false
+	if x.reset == nil {
+		return true
+	}
+	exited := true
+	defer func() {
+		if exited {
+			w.hookExited(c, x, want, "Reset")
 		}
+	}()
+	r, ok := safeCall(x.reset)
+	exited = false
+	if !ok {
+		w.hookPanicked(x, r, "Reset")
+		w.terminateExt(c, x, want, Finished, reasonPanic)
+		return false
 	}
 	return true
 }
@@ -883,13 +903,93 @@ func safeCall(f func()) (r any, ok bool) {
 	return nil, true
 }
 
+// callAside calls f on a goroutine of its own and waits for it, so that
+// a runtime.Goexit in f ends that goroutine and not the caller's (Stop's
+// caller, for the hooks a forced Stop runs). It recovers a panic out of f
+// (r) and reports a Goexit.
+func callAside(f func()) (r any, goexit, ok bool) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done) // pairs with <-done: r, goexit and ok are written before
+		defer func() {
+			if !ok {
+				r = recover()
+				goexit = r == nil // panic(nil) panics with a *runtime.PanicNilError
+			}
+		}()
+		f()
+		ok = true
+	}()
+	<-done
+	return r, goexit, ok
+}
+
 // hookPanicked records a panic out of a hook or reset function of x.
-func (w *worker) hookPanicked(x *cellExt, r any, msg any) {
+func (w *worker) hookPanicked(x *cellExt, r any, hook string) {
 	w.st.Panics++
-	pe := &PanicError{Actor: x.obj, Message: msg, Value: r, Stack: debug.Stack(), Worker: w.id}
+	pe := &PanicError{Actor: x.obj, Value: r, Stack: debug.Stack(), Worker: w.id, hook: hook}
 	x.lastPanic = pe
 	w.e.recordPanic(pe)
 }
+
+// hookExited runs, in a deferred call, when the Started hook or Reset
+// function of x called runtime.Goexit, which safeCall cannot stop: as for
+// a panic there, the actor terminates, while the goroutine unwinds.
+func (w *worker) hookExited(c *Cell, x *cellExt, want uint32, hook string) {
+	w.noteGoexit(x, hook)
+	w.terminateExt(c, x, want, Finished, reasonPanic)
+	w.recordGoexits() // not reached if a termination hook calls Goexit too: the nested call records
+}
+
+// noteGoexit counts a runtime.Goexit out of hook of x and keeps its report
+// for recordGoexits, with the behaviour's panic that the caller it unwinds
+// would have recorded (pendingPanic); it tells the recovery that the
+// Goexit reaches next that it is handled (termGoexit).
+func (w *worker) noteGoexit(x *cellExt, hook string) {
+	w.termGoexit = true
+	w.st.Panics++
+	pe := &PanicError{Actor: x.obj, Goexit: true, Stack: debug.Stack(), Worker: w.id, hook: hook}
+	x.lastPanic = pe
+	if w.pendingPanic != nil {
+		w.termPanics = append(w.termPanics, w.pendingPanic)
+		w.pendingPanic = nil
+	}
+	w.termPanics = append(w.termPanics, pe)
+}
+
+// recordGoexits records the reports noteGoexit kept.
+func (w *worker) recordGoexits() {
+	for i, pe := range w.termPanics {
+		w.termPanics[i] = nil
+		w.e.recordPanic(pe)
+	}
+	w.termPanics = w.termPanics[:0]
+}
+
+// extTerm is the termination of an extended incarnation in progress. It
+// lives on terminateExt's stack and is touched only by its worker.
+type extTerm struct {
+	c      *Cell
+	x      *cellExt
+	obj    any // the object, copied before the dead store
+	inc    uint32
+	reason uint32
+	st     Allocation
+	step   uint8 // the next step to take (termStopped ... termDone)
+}
+
+// The steps of extTerm.run, in order.
+const (
+	termStopped uint8 = iota // the Stopped hook
+	termDestroy              // the Destroy hook (Delete, Destroy)
+	termDead                 // close the private queue, the dead store, the notices
+	termRelease              // the Release hook (Delete)
+	termGone                 // the live count
+	termDone
+)
+
+// termHooks names the hook each step runs (for a PanicError).
+var termHooks = [termDone]string{termStopped: "Stopped", termDestroy: "Destroy", termRelease: "Release"}
 
 // terminateExt ends an extended incarnation (its canonical word alive)
 // with allocation status st for the given reason. In order: the state
@@ -897,42 +997,74 @@ func (w *worker) hookPanicked(x *cellExt, r any, msg any) {
 // (Delete, Destroy); the private queue is closed and what it held counted
 // as dead letters; the state becomes dead; watchers are notified; the
 // Release hook runs (Delete). Hook panics are recorded and do not stop the
-// termination.
+// termination; nor does runtime.Goexit in a hook (see extTerm.run), though
+// it then ends the worker goroutine, and whatever the caller would have
+// done after terminateExt, once the termination is complete.
 func (w *worker) terminateExt(c *Cell, x *cellExt, alive uint32, st Allocation, reason uint32) {
-	inc := incOf(alive)
-	obj := c.obj
+	t := extTerm{c: c, x: x, obj: c.obj, inc: incOf(alive), reason: reason, st: st}
 	w.st.ActorsTerminated++
-	c.state.Store(inc | cellEnding | reason<<cellReasonShift)
-	if x.stopper != nil {
-		if r, ok := safeCall(func() { x.stopper.Stopped(reasonOf(reason)) }); !ok {
-			w.hookPanicked(x, r, nil)
+	c.state.Store(t.inc | cellEnding | reason<<cellReasonShift)
+	t.run(w)
+}
+
+// run takes the steps of t from t.step on. A step is counted taken before
+// its hook runs, so a hook that calls runtime.Goexit (which safeCall cannot
+// stop) is not run again: the deferred call records it and takes the
+// remaining steps while the goroutine unwinds, before any caller's deferred
+// recovery (worker.recovered) runs. A second Goexit in a later hook nests
+// the same way; each one takes at least one step, so this ends.
+func (t *extTerm) run(w *worker) {
+	defer func() {
+		if t.step != termDone { // a hook called runtime.Goexit
+			w.noteGoexit(t.x, termHooks[t.step-1])
+			// A Goexit out of a later hook ends this call here and the
+			// nested one records; OnError runs after the termination is
+			// complete, so that nothing it does can stop it.
+			t.run(w)
+			w.recordGoexits()
+		}
+	}()
+	x, c := t.x, t.c
+	for t.step != termDone {
+		t.step++
+		switch t.step - 1 {
+		case termStopped:
+			if x.stopper != nil {
+				if r, ok := safeCall(func() { x.stopper.Stopped(reasonOf(t.reason)) }); !ok {
+					w.hookPanicked(x, r, "Stopped")
+				}
+			}
+		case termDestroy:
+			if d, ok := t.obj.(Destroyer); ok && (t.st == Delete || t.st == Destroy) {
+				if r, ok := safeCall(d.Destroy); !ok {
+					w.hookPanicked(x, r, "Destroy")
+				}
+			}
+		case termDead:
+			if q := x.pq; q != nil {
+				for _, env := range q.close() {
+					w.st.private++
+					w.st.DeadLetters++
+					dropped(env.msg, ErrTerminated)
+				}
+			}
+			c.state.Store(t.inc | cellDead | t.reason<<cellReasonShift)
+			var err error
+			if t.reason != reasonNormal && x.lastPanic != nil {
+				err = x.lastPanic
+			}
+			w.e.sup.notices.Add(uint64(x.finish(t.obj, reasonOf(t.reason), err)))
+			w.e.unextended(c, x)
+		case termRelease:
+			if r, ok := t.obj.(Releaser); ok && t.st == Delete {
+				if rv, ok := safeCall(r.Release); !ok {
+					w.hookPanicked(x, rv, "Release")
+				}
+			}
+		case termGone:
+			w.e.actorGone()
 		}
 	}
-	if d, ok := obj.(Destroyer); ok && (st == Delete || st == Destroy) {
-		if r, ok := safeCall(d.Destroy); !ok {
-			w.hookPanicked(x, r, nil)
-		}
-	}
-	if q := x.pq; q != nil {
-		for _, env := range q.close() {
-			w.st.private++
-			w.st.DeadLetters++
-			dropped(env.msg, ErrTerminated)
-		}
-	}
-	c.state.Store(inc | cellDead | reason<<cellReasonShift)
-	var err error
-	if reason != reasonNormal && x.lastPanic != nil {
-		err = x.lastPanic
-	}
-	w.e.sup.notices.Add(uint64(x.finish(obj, reasonOf(reason), err)))
-	w.e.unextended(c, x)
-	if r, ok := obj.(Releaser); ok && st == Delete {
-		if rv, ok := safeCall(r.Release); !ok {
-			w.hookPanicked(x, rv, nil)
-		}
-	}
-	w.e.actorGone()
 }
 
 // watchedLate finishes the watches of a plain incarnation (inc) of obj
@@ -1149,8 +1281,14 @@ func (e *Executor) stopExts(hooks bool) int64 {
 			continue
 		}
 		if hooks && x.stopper != nil {
-			if r, ok := safeCall(func() { x.stopper.Stopped(ReasonStopped) }); !ok {
-				e.recordPanic(&PanicError{Actor: x.obj, Value: r, Stack: debug.Stack(), Worker: -1})
+			stopped := func() {
+				// A Stop the hook calls is still one from the stop itself.
+				prev := e.stop.runner.Swap(selfID())
+				defer e.stop.runner.Store(prev)
+				x.stopper.Stopped(ReasonStopped)
+			}
+			if r, goexit, ok := callAside(stopped); !ok {
+				e.recordPanic(&PanicError{Actor: x.obj, Value: r, Goexit: goexit, Stack: debug.Stack(), Worker: -1, hook: "Stopped"})
 			}
 		}
 		if q := x.pq; q != nil {

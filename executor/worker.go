@@ -104,6 +104,15 @@ type worker struct {
 	st        WorkerStats // private counters
 	seenEpoch uint64      // last statsEpoch published
 	exitOK    bool        // the loop returned normally (not by runtime.Goexit)
+	// termGoexit is set by extTerm.run when it completed a termination
+	// that a hook's runtime.Goexit interrupted (and recorded the Goexit),
+	// for the recovery the Goexit reaches next; resume clears it if that
+	// was none. pendingPanic is a behaviour's panic that recovered records
+	// after the termination it starts, and extTerm.run records in its
+	// stead if a Goexit unwinds past recovered.
+	termGoexit   bool
+	pendingPanic *PanicError
+	termPanics   []*PanicError // the panics extTerm.run has yet to record
 	// sleptLong is whether the worker's last sleep lasted threadSleep or
 	// more (true before the first; a short sleep after an awake period
 	// without messages leaves it as it was, see noteSleep). sleepAvg is a moving average of its
@@ -313,6 +322,7 @@ func (w *worker) resume() {
 	var err error
 	w.start(&err) // pinning worked before; a failure now only loses the pinning
 	defer w.exit()
+	w.termGoexit, w.pendingPanic, w.termPanics = false, nil, nil
 	if w.cur != nil {
 		w.processCurrent()
 		if w.handoff != nil {

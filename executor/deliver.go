@@ -50,15 +50,21 @@ func (w *worker) drainBatch() (done bool) {
 		if e.shutdown.Load() {
 			// Stopping with messages left: after a normal stop (no actor
 			// alive) they are dead letters; after a forced stop, dropped.
-			n := uint64(1 + w.buf.Len())
+			// Control envelopes are not messages (see WorkerStats.control).
+			var n uint64
+			for ; env != nil; env = w.buf.PopRef() {
+				if env.fn == ctlFn {
+					w.st.control++
+					continue
+				}
+				n++
+				dropped(env.msg, ErrStopped)
+			}
 			if e.forced.Load() {
 				w.st.Dropped += n
 				e.undeliver.Add(int64(n))
 			} else {
 				w.st.DeadLetters += n
-			}
-			for ; env != nil; env = w.buf.PopRef() {
-				dropped(env.msg, ErrStopped)
 			}
 			return true
 		}

@@ -315,8 +315,8 @@ func (m *mailbox) release(into *copyq.Queue[envelope], regulp bool) (n, left int
 }
 
 // close marks m closed, so that every later push fails, and returns the
-// number of envelopes still queued (then discarded: requests among them are
-// failed with ErrStopped). Only Stop calls it,
+// number of messages still queued (then discarded: requests among them are
+// failed with ErrStopped; control envelopes are not counted). Only Stop calls it,
 // after the workers have exited.
 func (m *mailbox) close() int {
 	w := m.lock()
@@ -326,6 +326,10 @@ func (m *mailbox) close() int {
 	m.unlock(wordClosed)
 	m.taken(n)
 	for env := buf.PopRef(); env != nil; env = buf.PopRef() {
+		if env.fn == ctlFn {
+			n-- // a control envelope (supervise.go) is not a message
+			continue
+		}
 		dropped(env.msg, ErrStopped) // requests: tell their requesters
 	}
 	return n

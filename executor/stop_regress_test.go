@@ -285,3 +285,40 @@ func (s *countSink) onItem(*item) Allocation {
 	s.n.Add(1)
 	return Nodelete
 }
+
+// Control envelopes (a drain token, a Started hook's start) are not
+// messages: one still queued at Stop, or dropped from a batch at a forced
+// stop, is not reported undelivered, and the statistics add up. One used to
+// be counted among "still queued at stop" (and the dead letters of a
+// batch), so that a stop reported an undelivered message nobody sent.
+func TestControlsNotCountedUndelivered(t *testing.T) {
+	e, err := Start(Config{Workers: 1, Queues: 2, Placement: PlaceGlobal})
+	require.NoError(t, err)
+	g := newGated()
+	require.NoError(t, Spawn(e, &g.cell, g))
+	hp, err := Bind(&g.cell, g, (*gated).onHold)
+	require.NoError(t, err)
+	require.NoError(t, hp.Send(&hold{}))
+	<-g.began           // the only worker is held
+	a := &startExiter{} // extended (Started), with a private queue (Restart)
+	require.NoError(t, SpawnWith(e, &a.cell, a, SpawnOptions{OnPanic: Restart}))
+	require.NotEqual(t, g.cell.mb.Load(), a.cell.mb.Load(), "a must have a mailbox of its own")
+	p, err := Bind(&a.cell, a, (*startExiter).onReq)
+	require.NoError(t, err)
+	require.NoError(t, p.Send(&greq{})) // queued privately; a drain token in the mailbox
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // forced: a is alive
+	done := make(chan error)
+	go func() { done <- e.Stop(ctx) }()
+	for !e.shutdown.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	close(g.gate)
+	err = <-done
+	require.ErrorIs(t, err, ErrActorsAlive)
+	st := e.Stats()
+	tot := st.Total()
+	assert.Equal(t, uint64(1), queuedAtStop(err), "the request, not the start and drain tokens")
+	assert.Equal(t, st.MessagesSent, tot.MessagesProcessed()+tot.DeadLetters+tot.Dropped+queuedAtStop(err))
+}

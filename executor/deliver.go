@@ -291,6 +291,9 @@ func (m *Message) Allocation() Allocation {
 }
 
 // holds reports whether p points into the message of env (nil env: false).
+// The end is excluded: the address just past the message is another
+// object's (Go pads a struct whose last field has size zero, so a Message
+// embedded last still lies inside its message).
 func (env *envelope) holds(p unsafe.Pointer) bool {
 	if env == nil {
 		return false
@@ -300,7 +303,7 @@ func (env *envelope) holds(p unsafe.Pointer) bool {
 		return true // Message embedded first: the usual case
 	}
 	size := reflect.TypeOf(env.msg).Elem().Size()
-	return uintptr(p) >= start && uintptr(p) <= start+size
+	return uintptr(p) >= start && uintptr(p) < start+size
 }
 
 // mayBeRequest reports whether msg's type is a request type (it implements

@@ -159,6 +159,8 @@ type start1 struct {
 func (a *asker) onStart(m *start1) actor.Allocation {
 	_, err := actor.Ask(context.Background(), a.target, &getBalance{})
 	a.askErr <- err
+	_, err = actor.Ask(context.Background(), actor.Port[*getBalance]{}, &getBalance{})
+	a.askErr <- err // a zero port too: the caller is checked first
 	if err := actor.AskAsync(a.target, &getBalance{}, a.self, m.timeout); err != nil {
 		panic(err)
 	}
@@ -174,10 +176,11 @@ func TestAskAsyncFromBehaviour(t *testing.T) {
 	sys := start(t, actor.WithWorkers(2))
 	acct, _ := actor.Spawn(sys, &account{balance: 42})
 	get, _ := actor.Bind(acct, (*account).onGet)
-	a, _ := actor.Spawn(sys, &asker{target: get, replies: make(chan actor.Reply[int], 1), askErr: make(chan error, 1)})
+	a, _ := actor.Spawn(sys, &asker{target: get, replies: make(chan actor.Reply[int], 1), askErr: make(chan error, 2)})
 	a.self, _ = actor.Bind(a, (*asker).onReply)
 	require.NoError(t, actor.Send(a, &start1{}, (*asker).onStart))
 	assert.ErrorIs(t, <-a.askErr, actor.ErrAskInBehaviour)
+	assert.ErrorIs(t, <-a.askErr, actor.ErrAskInBehaviour, "through a zero port")
 	r := <-a.replies
 	require.NoError(t, r.Err)
 	assert.Equal(t, 42, r.Value)
@@ -186,6 +189,7 @@ func TestAskAsyncFromBehaviour(t *testing.T) {
 	// DeadlineExceeded, and the real answer, later, is counted as late.
 	acct.hold = make(chan struct{}) // safe: the account is idle and the send below orders this write
 	require.NoError(t, actor.Send(a, &start1{timeout: 10 * time.Millisecond}, (*asker).onStart))
+	<-a.askErr
 	<-a.askErr
 	r = <-a.replies
 	assert.ErrorIs(t, r.Err, context.DeadlineExceeded)

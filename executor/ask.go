@@ -204,11 +204,11 @@ func Ask[TR, R any, Req RequestPtr[TR, R]](ctx context.Context, to Port[Req], re
 	if req == nil {
 		panic("executor: Ask with a nil request")
 	}
+	if runningWorker() != nil { // first: misuse is reported whatever the port
+		return zero, ErrAskInBehaviour
+	}
 	if to.cell == nil {
 		return zero, ErrNotSpawned
-	}
-	if runningWorker() != nil {
-		return zero, ErrAskInBehaviour
 	}
 	if err := ctx.Err(); err != nil {
 		return zero, err

@@ -354,19 +354,19 @@ type mixed struct {
 	// watched counts the sessions' watches whose Terminated notice the
 	// monitor has not received yet: Add before Watch (by the manager), Done
 	// by the monitor. Shutdown waits for zero before pilling the monitor.
-	watched sync.WaitGroup
+	watched inFlight
 
 	// live counts sessions and gathers not yet terminated: Add before Spawn
 	// (by the manager, or by a live session for its gathers), Done in their
 	// Destroy hooks. Shutdown waits for zero before pilling the shards,
 	// which only sessions send to.
-	live sync.WaitGroup
+	live inFlight
 
 	// asks counts the requests in flight: Add by a client before it starts
 	// a request's goroutine, Done when its Ask has returned. askCtx is the
 	// parent of their contexts, cancelled only by a shutdown that runs out
 	// of time.
-	asks      sync.WaitGroup
+	asks      inFlight
 	askCtx    context.Context
 	askCancel context.CancelFunc
 
@@ -465,16 +465,49 @@ func runMixed(ctx context.Context, sys *actor.System, p mixedParams, wm *metrics
 	return m.shutdown(shutdownTimeout)
 }
 
-// waitFor waits for wg to reach zero or for ctx to end, and reports whether
-// wg reached zero.
-func waitFor(ctx context.Context, wg *sync.WaitGroup) bool {
-	done := make(chan struct{})
-	go func() {
-		wg.Wait()
-		close(done)
-	}()
+// inFlight counts things in flight, as a sync.WaitGroup does, but a wait
+// for zero can give up when its context ends without leaving a goroutine
+// behind blocked in WaitGroup.Wait (after a shutdown that ran out of time,
+// the count may never reach zero). mu guards n and zero; it is held only
+// for the update, never across a wait, so behaviours may call Add and Done.
+type inFlight struct {
+	mu   sync.Mutex
+	n    int
+	zero chan struct{} // closed when n returns to zero; nil while n is zero
+}
+
+// Add adds d (which may be negative) to the count; it panics if the count
+// goes below zero.
+func (f *inFlight) Add(d int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n == 0 && d > 0 {
+		f.zero = make(chan struct{})
+	}
+	f.n += d
+	switch {
+	case f.n < 0:
+		panic("actord: inFlight count below zero")
+	case f.n == 0 && f.zero != nil:
+		close(f.zero)
+		f.zero = nil
+	}
+}
+
+// Done subtracts one from the count.
+func (f *inFlight) Done() { f.Add(-1) }
+
+// wait waits for the count to be zero or for ctx to end, and reports
+// whether the count reached zero.
+func (f *inFlight) wait(ctx context.Context) bool {
+	f.mu.Lock()
+	zero := f.zero
+	f.mu.Unlock()
+	if zero == nil {
+		return true
+	}
 	select {
-	case <-done:
+	case <-zero:
 		return true
 	case <-ctx.Done():
 		return false
@@ -489,9 +522,9 @@ func (m *mixed) shutdown(timeout time.Duration) error {
 	defer cancel()
 	// Every request in flight ends: answered, or timed out (at once if the
 	// shutdown runs out of time). Each gives its session lease back.
-	if !waitFor(ctx, &m.asks) {
+	if !m.asks.wait(ctx) {
 		m.askCancel()
-		m.asks.Wait() // Ask returns as soon as its context ends
+		m.asks.wait(context.Background()) // Ask returns as soon as its context ends
 	}
 	m.regMu.Lock()
 	all := m.sessions
@@ -500,7 +533,7 @@ func (m *mixed) shutdown(timeout time.Duration) error {
 	for _, s := range all {
 		m.release(s) // the registry's lease, the last one: the pill goes
 	}
-	if waitFor(ctx, &m.live) {
+	if m.live.wait(ctx) {
 		// Sessions and gathers are gone: nothing sends to the shards any
 		// more, and their last messages (late queries included) are queued
 		// ahead of the pills below.
@@ -514,7 +547,7 @@ func (m *mixed) shutdown(timeout time.Duration) error {
 		if err := actor.SendPill(m.audit, actor.FinishedMsg); err != nil {
 			m.fail(err)
 		}
-		if waitFor(ctx, &m.watched) {
+		if m.watched.wait(ctx) {
 			if err := actor.SendPill(m.mon, actor.FinishedMsg); err != nil {
 				m.fail(err)
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/actord/actord/actor"
 	"github.com/actord/actord/metrics"
@@ -147,4 +148,29 @@ func logRecord(t *testing.T, log, msg string) map[string]any {
 	}
 	require.NotNil(t, found, "no log record %q in:\n%s", msg, log)
 	return found
+}
+
+// A wait on inFlight that gives up with its context leaves no goroutine
+// behind (waitFor's did, blocked in WaitGroup.Wait for ever, once a
+// shutdown had run out of time), and the count's zero is seen by waits
+// started before and after it.
+func TestInFlightWaitGivesUp(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	var f inFlight
+	require.True(t, f.wait(context.Background()), "zero at first")
+	f.Add(2)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.False(t, f.wait(ctx), "two in flight")
+	waited := make(chan bool)
+	go func() { waited <- f.wait(context.Background()) }()
+	f.Done()
+	f.Done()
+	require.True(t, <-waited)
+	require.True(t, f.wait(ctx))
+	f.Add(1) // counts again after zero
+	require.False(t, f.wait(ctx))
+	f.Done()
+	require.True(t, f.wait(ctx))
+	require.Panics(t, f.Done)
 }

@@ -87,7 +87,7 @@ func main() {
 }
 
 // runServer serves the bank as node "bank" until ctx ends.
-func runServer(ctx context.Context, url, embed string, ready func(url string)) error {
+func runServer(ctx context.Context, url, embed string, ready func(url string)) (err error) {
 	if embed != "" {
 		host, port, err := net.SplitHostPort(embed)
 		if err != nil {
@@ -116,32 +116,37 @@ func runServer(ctx context.Context, url, embed string, ready func(url string)) e
 	if err != nil {
 		return err
 	}
+	// Deferred calls run last to first: the node closes, the bank gets its
+	// pill, then the system stops, on every path out of here.
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if serr := sys.Stop(sctx); serr != nil && !errors.Is(serr, actor.ErrUndelivered) {
+			err = errors.Join(err, serr)
+		}
+	}()
 	node, err := remote.Connect(sys, url, "bank")
 	if err != nil {
 		return err
 	}
 	bank, err := actor.Spawn(sys, &Bank{accounts: make(map[string]int)})
 	if err != nil {
+		node.Close()
 		return err
 	}
+	defer actor.SendPill(bank, actor.FinishedMsg)
+	defer node.Close()
 	deposit, _ := actor.Bind(bank, (*Bank).OnDeposit)
 	balance, _ := actor.Bind(bank, (*Bank).OnBalance)
-	err = errors.Join(
+	if err := errors.Join(
 		remote.Export(node, "deposit", deposit, depositCodec),
 		remote.ExportRequest(node, "balance", balance, balanceCodec, intCodec),
-	)
-	if err == nil {
-		ready(url)
-		<-ctx.Done()
+	); err != nil {
+		return err
 	}
-	node.Close()
-	actor.SendPill(bank, actor.FinishedMsg)
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if serr := sys.Stop(sctx); serr != nil && !errors.Is(serr, actor.ErrUndelivered) {
-		err = errors.Join(err, serr)
-	}
-	return err
+	ready(url)
+	<-ctx.Done()
+	return nil
 }
 
 // runClient deposits into two accounts and prints their balances.

@@ -186,9 +186,13 @@ type startExiter struct {
 	cell  Cell
 	where string
 	n     int
+	gate  chan struct{} // if set, Started waits for it (the test binds and watches first)
 }
 
 func (a *startExiter) Started() {
+	if a.gate != nil {
+		<-a.gate
+	}
 	if a.where == "Started" {
 		runtime.Goexit()
 	}
@@ -217,7 +221,7 @@ func TestGoexitInStartedAndReset(t *testing.T) {
 			var pt panicsTo
 			e, err := Start(Config{Workers: 1, OnError: pt.onError})
 			require.NoError(t, err)
-			a := &startExiter{where: where}
+			a := &startExiter{where: where, gate: make(chan struct{})}
 			require.NoError(t, SpawnWith(e, &a.cell, a, SpawnOptions{OnPanic: Restart, Reset: a.reset}))
 			p, err := Bind(&a.cell, a, (*startExiter).onReq)
 			require.NoError(t, err)
@@ -225,6 +229,7 @@ func TestGoexitInStartedAndReset(t *testing.T) {
 			require.NoError(t, err)
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
+			close(a.gate)
 			_, err = Ask(ctx, p, &greq{})
 			assert.ErrorIs(t, err, ErrTerminated)
 			tm := notified(t, "watch", notice)

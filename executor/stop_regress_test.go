@@ -86,15 +86,19 @@ func TestZeroExecutor(t *testing.T) {
 }
 
 type exitGate struct {
-	cell Cell
-	gate chan struct{}
-	n    int
+	cell  Cell
+	began chan struct{} // if set, closed when the first message's behaviour begins
+	gate  chan struct{}
+	n     int
 }
 
 func onExitGate(a *exitGate, _ *gtick) Allocation {
 	a.n++
 	switch a.n {
 	case 1:
+		if a.began != nil {
+			close(a.began)
+		}
 		<-a.gate
 	case 2:
 		runtime.Goexit()
@@ -136,9 +140,15 @@ func TestGoexitAtCleanStopAccounting(t *testing.T) {
 	}})
 	close(ready)
 	require.NoError(t, err)
-	a := &exitGate{gate: make(chan struct{})}
+	a := &exitGate{began: make(chan struct{}), gate: make(chan struct{})}
 	require.NoError(t, Spawn(e, &a.cell, a))
-	for range 5 {
+	// The first message is gulped alone, the four others together once it
+	// returns: the Goexit leaves three messages in the batch. (Sent at
+	// once, any of them could be gulped with the first, leaving the rest
+	// in the mailbox, counted as queued at stop.)
+	require.NoError(t, Send(&a.cell, a, &gtick{}, onExitGate))
+	<-a.began
+	for range 4 {
 		require.NoError(t, Send(&a.cell, a, &gtick{}, onExitGate))
 	}
 	armed.Store(true)

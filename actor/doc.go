@@ -153,7 +153,8 @@
 // notified; Release runs (for Delete); Stop counts the actor gone; then
 // the message's own hooks run. Plain actors (no option, hook or watcher)
 // skip what they lack. After a forced Stop, actors still alive run Stopped
-// on Stop's goroutine and their watchers get ReasonStopped.
+// (on a goroutine that Stop starts and waits for) and their watchers get
+// ReasonStopped.
 //
 // # Bounded mailboxes
 //

@@ -183,21 +183,22 @@ func (w *worker) recovered(r any, goexit bool) {
 	inPriv := w.sup.inPriv
 	w.sup.inPriv = false
 	c := env.cell
+	ms := w.msgStatus // the message's status, if its behaviour returned
+	w.msgStatus = Nodelete
 	if w.termGoexit {
 		// A hook's runtime.Goexit unwound a termination, which
 		// extTerm.run completed and recorded. What followed it in
 		// drainBatch or deliverOne is skipped: a request the behaviour
-		// did not answer is failed here.
+		// did not answer is failed here, and the message's hooks run.
 		w.termGoexit = false
-		w.msgStatus = Nodelete
 		if w.mayBeRequest(env.msg) {
 			dropped(env.msg, ErrTerminated)
 		}
+		w.skippedMessageDone(env, ms)
 		return
 	}
 	stack := debug.Stack()
 	w.st.Panics++
-	w.msgStatus = Nodelete
 	var obj any
 	hook := ""
 	switch s := c.state.Load(); {
@@ -214,10 +215,12 @@ func (w *worker) recovered(r any, goexit bool) {
 		w.ending, w.endingObj = nil, nil
 		w.e.actorGone()
 		// The panic skipped what follows the termination in drainBatch:
-		// a request the behaviour did not answer is failed here.
+		// a request the behaviour did not answer is failed here, and the
+		// message's hooks run.
 		if w.mayBeRequest(env.msg) {
 			dropped(env.msg, ErrTerminated)
 		}
+		defer w.skippedMessageDone(env, ms) // after this panic is recorded
 	case w.inMsgHook:
 		hook = "message"
 		w.inMsgHook = false
@@ -261,6 +264,23 @@ func (w *worker) recovered(r any, goexit bool) {
 		return
 	}
 	w.e.recordPanic(&PanicError{Actor: obj, Message: env.msg, Value: r, Goexit: goexit, Stack: stack, Worker: w.id, hook: hook})
+}
+
+// skippedMessageDone applies the status ms that a behaviour set for its
+// message (SetAllocation) when a panic or runtime.Goexit out of its actor's
+// termination hooks unwound the delivery before messageDone: the message's
+// Destroy and Release hooks still run, as they do when those hooks return.
+// A panic out of them is recovered and recorded here, since recovered, our
+// caller, runs in a deferred call that nothing recovers.
+func (w *worker) skippedMessageDone(env *envelope, ms Allocation) {
+	if ms != Delete && ms != Destroy {
+		return
+	}
+	if r, ok := safeCall(func() { w.messageDone(env, ms) }); !ok {
+		w.inMsgHook = false
+		w.st.Panics++
+		w.e.recordPanic(&PanicError{Message: env.msg, Value: r, Stack: debug.Stack(), Worker: w.id, hook: "message"})
+	}
 }
 
 // SetAllocation sets what the executor does with the message after the

@@ -18,9 +18,10 @@ type stopState struct {
 	err     error
 	// runner is the identity (selfID) of the goroutine running the stop
 	// while runStop runs (stored by it before, cleared after: an identity
-	// may be reused once its goroutine ends), else 0. Stopped hooks and
-	// OnError run on that goroutine during a forced stop, and a Stop they
-	// call must not wait for itself.
+	// may be reused once its goroutine ends), else 0. OnError runs on that
+	// goroutine during a forced stop; a Stopped hook runs on a goroutine of
+	// its own (callAside), which stores its identity here while the hook
+	// runs (stopExts). A Stop that either calls must not wait for itself.
 	runner atomic.Uint64
 }
 

@@ -145,7 +145,8 @@ type Starter interface{ Started() }
 // Stopper is the optional Stopped hook of an actor type: it runs on the
 // actor's worker when the actor terminates, for any reason, before its
 // Destroy and Release hooks; after a forced Stop, for actors still alive,
-// it runs on Stop's goroutine once every worker has exited.
+// it runs once every worker has exited, on a goroutine that Stop starts
+// and waits for.
 type Stopper interface{ Stopped(why Reason) }
 
 // Terminated tells a watcher (see Watch) that the actor it watched has
@@ -637,7 +638,7 @@ func (w *worker) deliverExt(env *envelope) {
 	}
 	x := c.ext.Load()
 	if !ctl {
-		if w.runStarted(c, x, env.want) {
+		if w.runStarted(c, x, env.want, true) {
 			w.deliverOne(env)
 		} else { // the hook panicked: the actor terminated before env
 			w.st.DeadLetters++
@@ -649,7 +650,7 @@ func (w *worker) deliverExt(env *envelope) {
 	ctlMsg := env.msg.(*control)
 	switch ctlMsg.op {
 	case opStart:
-		w.runStarted(c, x, env.want)
+		w.runStarted(c, x, env.want, false)
 	case opDrain:
 		w.drainPrivate(c, x, env.want)
 	case opResume:
@@ -700,8 +701,11 @@ func (w *worker) deliverOne(env *envelope) {
 
 // runStarted runs the Started hook if the incarnation (or restart) has not run
 // it yet. It reports false if the actor terminated because the hook
-// panicked.
-func (w *worker) runStarted(c *Cell, x *cellExt, want uint32) bool {
+// panicked. forMsg says that a user message waits for the hook (deliverExt):
+// if the hook calls runtime.Goexit, that message is a dead letter, as when
+// the hook panics (the caller counts it then), and recovered fails it if it
+// is a request.
+func (w *worker) runStarted(c *Cell, x *cellExt, want uint32, forMsg bool) bool {
 	if x.started || x.starter == nil {
 		return true
 	}
@@ -709,6 +713,9 @@ func (w *worker) runStarted(c *Cell, x *cellExt, want uint32) bool {
 	exited := true
 	defer func() {
 		if exited {
+			if forMsg {
+				w.st.DeadLetters++
+			}
 			w.hookExited(c, x, want, "Started")
 		}
 	}()
@@ -725,7 +732,7 @@ func (w *worker) runStarted(c *Cell, x *cellExt, want uint32) bool {
 // drainPrivate runs the Started hook if due, delivers up to privBatch
 // messages of the private queue, then, if more are left, sends the actor a new drain token.
 func (w *worker) drainPrivate(c *Cell, x *cellExt, want uint32) {
-	if !w.runStarted(c, x, want) {
+	if !w.runStarted(c, x, want, false) {
 		return
 	}
 	q := x.pq
@@ -925,10 +932,17 @@ func callAside(f func()) (r any, goexit, ok bool) {
 }
 
 // hookPanicked records a panic out of a hook or reset function of x.
+// While a termination that a Goexit interrupted keeps reports for
+// recordGoexits, the panic joins them, so that they are recorded in the
+// order they happened.
 func (w *worker) hookPanicked(x *cellExt, r any, hook string) {
 	w.st.Panics++
 	pe := &PanicError{Actor: x.obj, Value: r, Stack: debug.Stack(), Worker: w.id, hook: hook}
 	x.lastPanic = pe
+	if len(w.termPanics) > 0 {
+		w.termPanics = append(w.termPanics, pe)
+		return
+	}
 	w.e.recordPanic(pe)
 }
 

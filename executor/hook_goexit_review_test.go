@@ -96,19 +96,10 @@ func TestMessageHooksAfterActorHookFails(t *testing.T) {
 	}
 }
 
-// orderActor's Stopped hook panics or calls runtime.Goexit, then its
-// Release hook panics.
-type orderActor struct {
-	cell   Cell
-	goexit bool
-}
+// orderActor's Stopped hook panics or calls runtime.Goexit (stopHookActor's),
+// then its Release hook panics.
+type orderActor struct{ stopHookActor }
 
-func (a *orderActor) Stopped(Reason) {
-	if a.goexit {
-		runtime.Goexit()
-	}
-	panic("stopped")
-}
 func (a *orderActor) Release()            { panic("release") }
 func (a *orderActor) on(*greq) Allocation { return Delete }
 
@@ -127,15 +118,11 @@ func TestHookFailuresReportedInOrder(t *testing.T) {
 				mu.Unlock()
 			}})
 			require.NoError(t, err)
-			a := &orderActor{goexit: goexit}
+			a := &orderActor{stopHookActor{goexit: goexit}}
 			require.NoError(t, Spawn(e, &a.cell, a))
 			p, err := Bind(&a.cell, a, (*orderActor).on)
 			require.NoError(t, err)
-			notice, err := WatchChan(p)
-			require.NoError(t, err)
-			require.NoError(t, p.Send(&greq{}))
-			notified(t, "watch", notice)
-			_ = e.Stop(context.Background())
+			sendWatchStop(t, e, p)
 			mu.Lock()
 			defer mu.Unlock()
 			assert.Equal(t, []string{"Stopped", "Release"}, hooks)
@@ -184,15 +171,23 @@ func TestStartedFailureMessageIsDeadLetter(t *testing.T) {
 			a.cell.ext.Load().started = false
 			p, err := Bind(&a.cell, a, (*startGx).on)
 			require.NoError(t, err)
-			notice, err := WatchChan(p)
-			require.NoError(t, err)
-			require.NoError(t, p.Send(&greq{}))
-			notified(t, "watch", notice)
-			_ = e.Stop(context.Background())
+			sendWatchStop(t, e, p)
 			tot := e.Stats().Total()
 			assert.Zero(t, a.ran.Load())
 			assert.Equal(t, uint64(1), tot.DeadLetters)
 			assert.Zero(t, tot.MessagesProcessed())
 		})
 	}
+}
+
+// sendWatchStop sends a request through p, waits for the termination it
+// causes, then stops e (whose error, the failing hook's, the caller checks
+// through OnError or the statistics if it needs to).
+func sendWatchStop(t *testing.T, e *Executor, p Port[*greq]) {
+	t.Helper()
+	notice, err := WatchChan(p)
+	require.NoError(t, err)
+	require.NoError(t, p.Send(&greq{}))
+	notified(t, "watch", notice)
+	_ = e.Stop(context.Background())
 }

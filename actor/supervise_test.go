@@ -630,3 +630,73 @@ func TestWithMailboxBoundRange(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, actor.SendPill(f, actor.FinishedMsg))
 }
+
+type boomer struct{ actor.Actor }
+
+type boomMsg struct{ actor.Message }
+
+func (b *boomer) onBoom(*boomMsg) actor.Allocation { panic("boom") }
+
+// decider decides every failure with one directive, or terminates
+// without deciding ("none").
+type decider struct {
+	actor.Actor
+	how string
+}
+
+func (d *decider) onFailure(f *actor.Failure) actor.Allocation {
+	switch d.how {
+	case "resume":
+		_ = f.Resume()
+	case "stop":
+		_ = f.Stop()
+	case "none":
+		return actor.Finished // the failure is decided Terminate for us
+	}
+	return actor.Nodelete
+}
+
+// An escalated panic reaches Stop exactly when it terminated its actor: a
+// supervisor's Failure.Stop, or a supervisor that ends without deciding.
+// It reached only OnError, as a handled panic, so a run whose actor died of
+// a panic stopped clean.
+func TestEscalatedPanicThatTerminatesReachesStop(t *testing.T) {
+	for _, how := range []string{"stop", "none", "resume"} {
+		t.Run(how, func(t *testing.T) {
+			var onError atomic.Int32
+			sys, err := actor.Start(actor.WithWorkers(1), actor.WithErrorHandler(func(error) { onError.Add(1) }))
+			require.NoError(t, err)
+			sup := &decider{how: how}
+			_, err = actor.Spawn(sys, sup)
+			require.NoError(t, err)
+			sp := mustBind(t, sup, (*decider).onFailure)
+			b := &boomer{}
+			_, err = actor.Spawn(sys, b, actor.WithEscalate(sp, nil))
+			require.NoError(t, err)
+			p := mustBind(t, b, (*boomer).onBoom)
+			gone, err := actor.WatchChan(p)
+			require.NoError(t, err)
+			require.NoError(t, p.Send(&boomMsg{}))
+			if how == "resume" {
+				require.Eventually(t, func() bool { return onError.Load() == 1 }, 10*time.Second, time.Millisecond)
+				require.NoError(t, actor.SendPill(b, actor.FinishedMsg))
+			}
+			tm := <-gone
+			if how != "none" {
+				require.NoError(t, actor.SendPill(sup, actor.FinishedMsg))
+			}
+			err = sys.Stop(context.Background())
+			assert.Equal(t, int32(1), onError.Load(), "OnError sees the panic once")
+			if how == "resume" {
+				assert.Equal(t, actor.ReasonNormal, tm.Reason)
+				assert.NoError(t, err, "a handled panic is not an error of Stop")
+				return
+			}
+			assert.Equal(t, actor.ReasonPanic, tm.Reason)
+			var pe *actor.PanicError
+			require.ErrorAs(t, err, &pe)
+			assert.Equal(t, "boom", pe.Value)
+			assert.Len(t, unwrapJoin(err), 1, "reported once")
+		})
+	}
+}

@@ -106,15 +106,22 @@ const maxKeptPanics = 64
 
 // recordPanic stores a panic report for Stop and passes it to OnError.
 func (e *Executor) recordPanic(err *PanicError) {
+	e.keepPanic(err)
+	if e.cfg.OnError != nil {
+		e.callOnError(err)
+	}
+}
+
+// keepPanic stores a panic report for Stop only: for a panic that OnError
+// has already seen as handled (an escalated failure) and that terminated
+// its actor after all.
+func (e *Executor) keepPanic(err *PanicError) {
 	e.errMu.Lock()
 	if len(e.panics) < maxKeptPanics {
 		e.panics = append(e.panics, err)
 	}
 	e.panicsN++
 	e.errMu.Unlock()
-	if e.cfg.OnError != nil {
-		e.callOnError(err)
-	}
 }
 
 // callOnError calls Config.OnError, recovering a panic in it (which would

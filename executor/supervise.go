@@ -667,6 +667,11 @@ func (w *worker) deliverExt(env *envelope) {
 		}
 		switch ctlMsg.dir {
 		case Terminate:
+			// The escalated panic terminated its actor: now an error of
+			// Stop (OnError saw it when it was escalated).
+			if pe := x.lastPanic; pe != nil {
+				w.e.keepPanic(pe)
+			}
 			w.terminateExt(c, x, env.want, Finished, reasonPanic)
 			return
 		case Restart:

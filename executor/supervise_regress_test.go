@@ -90,11 +90,11 @@ func TestUndecidedFailureTerminatesTheActor(t *testing.T) {
 			if s.cell.Alive() {
 				require.NoError(t, SendPill(&s.cell, s, NewPill(Finished)))
 			}
-			// A clean stop; the Failure left queued is a dead letter.
-			if err := e.Stop(context.Background()); err != nil {
-				assert.ErrorIs(t, err, ErrUndelivered)
-				assert.NotErrorIs(t, err, ErrActorsAlive)
-			}
+			// A clean stop, which reports the panic that terminated the
+			// actor; a Failure left queued is a dead letter.
+			err = e.Stop(context.Background())
+			assert.ErrorIs(t, err, ErrPanic)
+			assert.NotErrorIs(t, err, ErrActorsAlive)
 		})
 	}
 }

@@ -707,3 +707,54 @@ func TestWatchWithTerminatedNotifyPort(t *testing.T) {
 	assert.ErrorIs(t, actor.Watch(dep, notify), actor.ErrTerminated)
 	require.NoError(t, actor.SendPill(a, actor.FinishedMsg))
 }
+
+// gatedWorker holds its worker in onJob until gate is closed.
+type gatedWorker struct {
+	actor.Actor
+	began chan struct{}
+	gate  chan struct{}
+}
+
+type gatedJob struct{ actor.Message }
+
+func (w *gatedWorker) onJob(*gatedJob) actor.Allocation {
+	select {
+	case w.began <- struct{}{}:
+	default:
+	}
+	<-w.gate
+	return actor.Nodelete
+}
+
+// A SendContext waiting for room in a bounded mailbox when a forced Stop
+// ends its actor returns ErrStopped, and so does a send after Stop, as
+// System.Stop documents: both returned ErrTerminated (the stop closes the
+// private queue of an actor that never terminated on its own).
+func TestSendsAfterForcedStopReportStopped(t *testing.T) {
+	sys := start(t, actor.WithWorkers(1))
+	w := &gatedWorker{began: make(chan struct{}, 1), gate: make(chan struct{})}
+	_, err := actor.Spawn(sys, w, actor.WithMailbox(1, actor.Reject))
+	require.NoError(t, err)
+	jp := mustBind(t, w, (*gatedWorker).onJob)
+	require.NoError(t, jp.Send(&gatedJob{}))
+	<-w.began                                // the worker is held
+	require.NoError(t, jp.Send(&gatedJob{})) // the mailbox is full
+	waiting := make(chan error, 1)
+	// It waits for room, or, if it comes after the stop has closed the
+	// mailbox, fails at once: ErrStopped either way.
+	go func() { waiting <- jp.SendContext(context.Background(), &gatedJob{}) }()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // forced
+	stopped := make(chan error, 1)
+	go func() { stopped <- sys.Stop(ctx) }()
+	select {
+	case err := <-waiting:
+		assert.ErrorIs(t, err, actor.ErrStopped, "the waiting SendContext")
+	case <-time.After(20 * time.Second):
+		t.Fatal("SendContext still waiting after a forced Stop")
+	}
+	require.ErrorIs(t, <-stopped, actor.ErrActorsAlive)
+	assert.ErrorIs(t, jp.Send(&gatedJob{}), actor.ErrStopped, "a send after Stop")
+	assert.ErrorIs(t, jp.SendContext(context.Background(), &gatedJob{}), actor.ErrStopped)
+	close(w.gate)
+}

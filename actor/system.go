@@ -152,12 +152,17 @@ func Start(opts ...Option) (*System, error) {
 // ctx ends first, it stops the system anyway and returns an error wrapping
 // ErrActorsAlive (and ctx's error) that says how many actors were alive.
 //
-// Its error also joins every panic recovered from a behaviour during the run
-// (errors.Is(err, ErrPanic); errors.As gives the *executor.PanicError with
-// the panic value and stack), and ErrUndelivered with the number of messages
-// that were never delivered: sent to an actor that terminated first, or still
-// queued at the end. A clean run returns nil. After Stop, sends return
-// ErrStopped. Stop runs once: callers while it runs wait for it and get its
+// Its error also joins every panic that terminated an actor, or came out of
+// a hook (errors.Is(err, ErrPanic); errors.As gives the *executor.PanicError
+// with the panic value and stack; a panic that supervision handled, by
+// WithResume, WithRestart or a supervisor's decision other than
+// Failure.Stop, goes only to the error handler), and ErrUndelivered with the
+// number of messages that were never delivered: sent to an actor that
+// terminated first, or still queued at the end (not those a bounded mailbox
+// dropped by its overflow policy: see Stats). A clean run returns nil. If a
+// worker is still inside a behaviour when ctx ends, Stop waits up to one
+// second for it, then returns anyway. After Stop, sends return ErrStopped
+// (ErrTerminated for an actor that had terminated before). Stop runs once: callers while it runs wait for it and get its
 // result, a call after it has returned gets ErrStopped. Stop must not be
 // called from a behaviour (ErrStopInBehaviour).
 func (s *System) Stop(ctx context.Context) error {

@@ -34,16 +34,23 @@ const forcedStopGrace = time.Second
 // Stop waits until every actor has terminated, then stops the workers and
 // closes the mailboxes. If ctx ends first, Stop shuts the executor down
 // anyway (each worker finishes the behaviour it is running, if any, and drops
-// the rest of its batch) and returns an error wrapping ErrActorsAlive and
-// ctx's cause that says how many actors were still alive; those actors count
-// as terminated from then on (Cell.Alive reports false once every worker has
+// the rest of its batch; Stop waits up to forcedStopGrace, one second, for a
+// worker to leave its behaviour, then returns without it and without running
+// the Stopped hooks) and returns an error wrapping ErrActorsAlive and ctx's
+// cause that says how many actors were still alive; those actors count as
+// terminated from then on (Cell.Alive reports false once every worker has
 // left its behaviour) and may be spawned into another executor.
 //
-// The error also reports, joined: every panic recovered during the run
-// (*PanicError, errors.Is(err, ErrPanic)), and ErrUndelivered with the number
-// of messages that were never delivered (sent to actors that had terminated,
-// still queued at the end, or dropped from batches at a forced stop). Stop
-// returns nil when all is well.
+// The error also reports, joined: every panic that terminated an actor, or
+// came out of a hook or OnError (*PanicError, errors.Is(err, ErrPanic); a
+// panic that supervision handled, by Resume, Restart or a supervisor's
+// decision other than Failure.Stop, goes only to OnError), and
+// ErrUndelivered with the number of messages that were never delivered (sent
+// to actors that had terminated, still queued at the end, or dropped from
+// batches at a forced stop; not those a bounded mailbox dropped by its
+// overflow policy, which Stats counts). Stop returns nil when all is well.
+// After Stop, sends report ErrStopped, except to an actor that had
+// terminated before (ErrTerminated).
 //
 // Stop runs once. Callers that call it while it runs wait for it and get
 // the same result (or, if their own context ends first, an error wrapping

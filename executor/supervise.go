@@ -488,6 +488,12 @@ func (q *privQueue) put(c *Cell, x *cellExt, coff, want uint32, fn unsafe.Pointe
 		q.mu.Lock()
 		if q.closed {
 			q.mu.Unlock()
+			if c.state.Load()|cellPlain == want {
+				// Still alive: a forced Stop closed the queue (stopExts),
+				// and after Stop sends report ErrStopped. A termination
+				// ends the alive state before it closes the queue.
+				return ErrStopped
+			}
 			return ErrTerminated
 		}
 		if x.bound > 0 && q.ring.n >= x.bound && fn != pillFn {

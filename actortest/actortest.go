@@ -58,9 +58,10 @@ type Policy struct {
 	// test that sets AllowAlive may need it too, if its live actors still
 	// had messages queued).
 	AllowUndelivered bool
-	// AllowPanics accepts behaviours that panicked (Stop's ErrPanic), for
-	// tests of what a panic does. Each panic is logged (t.Logf) as it
-	// happens, whatever the policy.
+	// AllowPanics accepts behaviours that panicked, for tests of what a
+	// panic does: those Stop reports (ErrPanic: they terminated their
+	// actors) and those supervision handled (Stats.Panics). Each panic is
+	// logged (t.Logf) as it happens, whatever the policy.
 	AllowPanics bool
 }
 
@@ -80,8 +81,9 @@ type Policy struct {
 // opts apply after these settings, and may override them: with
 // actor.WithWorkers(2), say, the system has two workers and two mailboxes.
 //
-// A panic in a behaviour is logged when it happens (with t.Logf, including
-// its stack) and fails the test at its end. An option actor.WithErrorHandler
+// A panic in a behaviour or hook is logged when it happens (with t.Logf,
+// including its stack) and fails the test at its end, whether it terminated
+// its actor or supervision handled it (a restart, say). An option actor.WithErrorHandler
 // in opts replaces the logging, not the failure. A test that stops the
 // system itself checks Stop's result itself: the cleanup then does nothing.
 func Start(t TB, opts ...actor.Option) *actor.System {
@@ -114,9 +116,11 @@ func StartWith(t TB, p Policy, opts ...actor.Option) *actor.System {
 		if err == actor.ErrStopped { // exactly: the test stopped the system itself
 			return
 		}
+		reported := false // a panic among Stop's errors
 		for _, e := range parts(err) {
 			switch {
 			case errors.Is(e, actor.ErrPanic):
+				reported = true
 				if !p.AllowPanics {
 					t.Errorf("actortest: stop: %s", describe(e))
 				}
@@ -131,6 +135,11 @@ func StartWith(t TB, p Policy, opts ...actor.Option) *actor.System {
 			default:
 				t.Errorf("actortest: stop: %v", e)
 			}
+		}
+		// Panics that supervision handled (WithResume, WithRestart, a
+		// supervisor's decision) reach the error handler, not Stop.
+		if st, serr := sys.Stats(); serr == nil && !p.AllowPanics && !reported && st.Total().Panics > 0 {
+			t.Errorf("actortest: stop: %d behaviours or hooks panicked, handled by supervision (logged above; see Policy.AllowPanics)", st.Total().Panics)
 		}
 	})
 	return sys

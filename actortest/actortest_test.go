@@ -218,6 +218,34 @@ func TestStartPolicyPanics(t *testing.T) {
 	}
 }
 
+// A panic that supervision handled (here a restart) fails the test too,
+// unless the policy allows panics: Stop does not report it, and the kit
+// used to let such a test pass.
+func TestStartPolicyHandledPanics(t *testing.T) {
+	for _, allow := range []bool{false, true} {
+		t.Run(fmt.Sprint("allow=", allow), func(t *testing.T) {
+			f := &fakeTB{}
+			sys := actortest.StartWith(f, actortest.Policy{AllowPanics: allow})
+			b, err := actor.Spawn(sys, &boom{}, actor.WithRestart(nil, actor.Budget{MaxRestarts: -1}))
+			require.NoError(t, err)
+			require.NoError(t, actor.Send(b, &kick{}, (*boom).onKick))
+			require.Eventually(t, func() bool {
+				_, _, logs := f.get()
+				return len(logs) > 0
+			}, 10*time.Second, time.Millisecond, "the panic is logged as it happens")
+			require.NoError(t, actor.SendPill(b, actor.FinishedMsg)) // the restarted actor ends cleanly
+			f.finish()
+			_, errs, _ := f.get()
+			if allow {
+				assert.Empty(t, errs)
+			} else {
+				require.Len(t, errs, 1)
+				assert.Contains(t, errs[0], "1 behaviours or hooks panicked, handled by supervision")
+			}
+		})
+	}
+}
+
 // holder blocks in onWait until release is closed.
 type holder struct {
 	actor.Actor

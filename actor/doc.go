@@ -120,10 +120,12 @@
 // gone), then the message's status (its Destroy hook, then its Release hook).
 // Who may spawn a terminated actor again: after Destroy or Finished, the
 // program, once Alive reports false; after Delete, whoever the Release hook
-// handed it to, at once. A panic in a behaviour terminates its actor without
-// hooks; a panic in an actor's hook completes that termination; a panic in
-// a message's hook is reported and the actor, whose behaviour completed,
-// goes on. Every panic is reported (WithErrorHandler, Stop).
+// handed it to, at once. A panic in a behaviour terminates its actor as if
+// with Finished: its Destroy and Release hooks do not run (its Stopped hook,
+// below, does); a panic in an actor's hook completes that termination; a
+// panic in a message's hook is reported and the actor, whose behaviour
+// completed, goes on. Every panic is reported to WithErrorHandler's
+// function, and to Stop unless supervision handled it (below).
 //
 // # Failures, watches and lifecycle hooks
 //

@@ -133,7 +133,10 @@ func Go[R any](replyTo Port[*Reply[R]], f func() (R, error)) error {
 // such as a server answering requests from the network; behaviours use
 // AskAsync, goroutines that can wait use Ask. A panic in f is recovered
 // and recorded like a behaviour's (an error of Stop, passed to
-// WithErrorHandler's function). Errors: the send's; then f is not called.
+// WithErrorHandler's function). A request that a behaviour keeps, to reply
+// later, is ended only by its reply or the timeout: with timeout 0, f is
+// never called if the actor terminates, or the system stops, without
+// replying to it. Errors: the send's; then f is not called.
 func AskFunc[TR, R any, Req executor.RequestPtr[TR, R]](to Port[Req], req Req, timeout time.Duration, f func(R, error)) error {
 	if req == nil || f == nil {
 		panic("actor: AskFunc with a nil request or function")

@@ -108,13 +108,24 @@ const (
 // when the watched actor terminates.
 type Terminated = executor.Terminated
 
-// Starter is the Started hook of an actor type: it runs on the actor's
-// worker before its first message, and again after each restart.
+// Starter is the Started hook of an actor type, a method
+//
+//	func (a *T) Started()
+//
+// It runs on the actor's worker before its first message, and again after
+// each restart.
 type Starter = executor.Starter
 
-// Stopper is the Stopped hook of an actor type: it runs on the actor's
-// worker when the actor terminates, for any reason, before Destroy and
-// Release.
+// Stopper is the Stopped hook of an actor type, a method
+//
+//	func (a *T) Stopped(why actor.Reason)
+//
+// It runs on the actor's worker when the actor terminates, for any reason,
+// before Destroy and Release. A method of another signature (Stopped()
+// without the reason, say) is not the hook and is never called: assert the
+// interface to catch that at compile time,
+//
+//	var _ actor.Stopper = (*T)(nil)
 type Stopper = executor.Stopper
 
 // Watch sends notify one *Terminated when the actor behind target (the

@@ -307,6 +307,12 @@ func askLater[TR, R any, Req RequestPtr[TR, R]](to Port[Req], req Req, t *askTar
 // among Stop's errors, passed to Config.OnError); it does not affect the
 // goroutine that called f.
 //
+// A request that a behaviour keeps, to reply later, is ended only by its
+// reply or by the timeout: the executor does not track it past that
+// behaviour. With timeout 0, if the actor then terminates, or the system
+// stops, without replying, f is never called (and Stats.AsksPending keeps
+// counting it). Give AskFunc a timeout when the receiver may keep requests.
+//
 // Errors: the send's errors; then f is not called.
 func AskFunc[TR, R any, Req RequestPtr[TR, R]](to Port[Req], req Req, timeout time.Duration, f func(R, error)) error {
 	if f == nil {

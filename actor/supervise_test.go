@@ -258,7 +258,11 @@ func TestEscalate(t *testing.T) {
 	// ok, boom (resume), ok, boom (restart), ok, boom (stop), ok (dead letter)
 	done.Add(3)
 	for i := 0; i < 7; i++ {
-		require.NoError(t, p.Send(&job{seq: i, boom: i%2 == 1}))
+		err := p.Send(&job{seq: i, boom: i%2 == 1})
+		if i == 6 && errors.Is(err, actor.ErrTerminated) {
+			continue // the stop came first (a slow sender): refused, not a dead letter
+		}
+		require.NoError(t, err)
 	}
 	done.Wait()
 	for i := 0; i < 3; i++ {

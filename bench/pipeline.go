@@ -94,8 +94,45 @@ func Pipeline(sys *actor.System, stages int, rate float64, n int) (PipelineResul
 	return pipelineWith(sys, stages, rate, n, func(send func(i int)) int { return PaceSends(n, rate, send) })
 }
 
+// PipelineUntil is Pipeline that stops sending when ctx ends: the messages
+// sent so far travel to the end, the system stops, and the result covers
+// them (Sent, Latencies). For a server that runs pipelines until told to
+// stop; the benchmarks use Pipeline, whose pacing has no context to watch.
+func PipelineUntil(ctx context.Context, sys *actor.System, stages int, rate float64, n int) (PipelineResult, error) {
+	return pipelineWith(sys, stages, rate, n, func(send func(i int)) int { return paceUntil(ctx, n, rate, send) })
+}
+
+// paceUntil is PaceSends that returns early, without sending more, once ctx
+// ends (also during a sleep).
+func paceUntil(ctx context.Context, n int, rate float64, send func(i int)) (late int) {
+	period := time.Duration(float64(time.Second) / rate)
+	start := time.Now()
+	var t *time.Timer
+	for i := 0; i < n && ctx.Err() == nil; i++ {
+		due := start.Add(time.Duration(i) * period)
+		if d := time.Until(due); d > 0 {
+			if t == nil {
+				t = time.NewTimer(d)
+				defer t.Stop()
+			} else {
+				t.Reset(d)
+			}
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				return late
+			}
+		} else if -d > period {
+			late++
+		}
+		send(i)
+	}
+	return late
+}
+
 // pipelineWith is Pipeline with the generator's pacing given: pace calls
-// send(i) for i = 0..n-1 and returns the number of late sends.
+// send(i) for i = 0, 1, ... (n at most, in order) and returns the number
+// of late sends.
 func pipelineWith(sys *actor.System, stages int, rate float64, n int, pace func(send func(i int)) int) (PipelineResult, error) {
 	chain := make([]pipeStage, stages+1)
 	col := &chain[stages]
@@ -112,7 +149,9 @@ func pipelineWith(sys *actor.System, stages int, rate float64, n int, pace func(
 	cpu0 := CPUTime()
 	t0 := time.Now()
 	var sendErr error
+	sent := 0
 	late := pace(func(i int) {
+		sent++
 		m := &msgs[i]
 		m.seq = i
 		m.sent = time.Now()
@@ -129,7 +168,7 @@ func pipelineWith(sys *actor.System, stages int, rate float64, n int, pace func(
 	if err := sys.Stop(context.Background()); err != nil {
 		return PipelineResult{}, err
 	}
-	r := PipelineResult{Rate: rate, Sent: n, Late: late, Wall: time.Since(t0), CPU: CPUTime() - cpu0, Latencies: col.lat}
+	r := PipelineResult{Rate: rate, Sent: sent, Late: late, Wall: time.Since(t0), CPU: CPUTime() - cpu0, Latencies: col.lat[:sent]}
 	slices.Sort(r.Latencies)
 	return r, nil
 }

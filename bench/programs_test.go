@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"github.com/actord/actord/actortest"
 	"testing"
 	"time"
@@ -83,6 +84,25 @@ func TestPipeline(t *testing.T) {
 	c := PipelineChan(12, 20000, 2000)
 	require.Len(t, c.Latencies, 2000)
 	require.Positive(t, c.Latencies[0])
+}
+
+// PipelineUntil stops sending when its context ends, also in the middle of
+// a paced sleep, and reports only what it sent: at 20 msg/s the 1000
+// messages would take 50 s.
+func TestPipelineUntilStops(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	r, err := PipelineUntil(ctx, start(t), 12, 20, 1000)
+	require.NoError(t, err)
+	require.Positive(t, r.Sent)
+	require.Less(t, r.Sent, 1000)
+	require.Len(t, r.Latencies, r.Sent)
+	require.Positive(t, r.Latencies[0], "every message reported was received")
+
+	r, err = PipelineUntil(ctx, start(t), 12, 20, 1000) // ended before the first send
+	require.NoError(t, err)
+	require.Zero(t, r.Sent)
+	require.Empty(t, r.Latencies)
 }
 
 func TestMemorySampler(t *testing.T) {

@@ -86,7 +86,8 @@ Workloads (-workload), with what -size and -rate mean for each:
   balance-multi  the same on every other worker.
   matrix         -size x -size matrix product, one actor per row (default 512).
   pipeline       messages at -rate per second (default 10000) through -size
-                 stage actors (default 12), in runs of about 2 seconds.
+                 stage actors (default 12), in runs of about 2 seconds (a
+                 stop ends the current run at once).
 Each benchmark program runs again and again, each run on a fresh system.
 
 Every flag can also be set with the environment variable shown in brackets;

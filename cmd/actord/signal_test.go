@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -27,7 +28,7 @@ const blockStarted = "block workload: run started"
 func TestMain(m *testing.M) {
 	if os.Getenv(asMainEnv) == "1" {
 		workloadNames = append(workloadNames, "block")
-		testPrograms["block"] = func(*actor.System) error {
+		testPrograms["block"] = func(context.Context, *actor.System) error {
 			fmt.Fprintln(os.Stderr, blockStarted)
 			for {
 				time.Sleep(time.Hour)

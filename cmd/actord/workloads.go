@@ -17,8 +17,9 @@ import (
 var errShutdownTimeout = errors.New("actord: workload did not stop in time")
 
 // program is one run of a benchmark program on a fresh system, which it
-// stops (the bench package's functions).
-type program func(sys *actor.System) error
+// stops (the bench package's functions). A program that can end its run
+// early does so when ctx ends (pipeline); the others ignore it.
+type program func(ctx context.Context, sys *actor.System) error
 
 // workload runs the configured workload until ctx ends, then stops it
 // gracefully and returns the error of the last system's Stop (joined with
@@ -94,30 +95,30 @@ func (w *workload) program() (program, error) {
 		def := bench.ExecutorDefault()
 		sz := bench.ExecutorSize{Actors: orDefault(def.Actors), Set: def.Set, Rounds: def.Rounds}
 		sz.Set = min(sz.Set, sz.Actors)
-		return func(sys *actor.System) error { return bench.Executor(sys, sz) }, nil
+		return func(_ context.Context, sys *actor.System) error { return bench.Executor(sys, sz) }, nil
 	case "repeat":
 		def := bench.RepeatDefault()
 		sz := bench.RepeatSize{Servers: orDefault(def.Servers), Rounds: def.Rounds}
-		return func(sys *actor.System) error { return bench.Repeat(sys, sz) }, nil
+		return func(_ context.Context, sys *actor.System) error { return bench.Repeat(sys, sz) }, nil
 	case "balance-one", "balance-multi":
 		def := bench.BalanceDefault()
 		sz := bench.BalanceSize{Working: orDefault(def.Working), Set: def.Set, Rounds: def.Rounds}
 		sz.Set = min(sz.Set, sz.Working)
 		if w.cfg.workload == "balance-one" {
-			return func(sys *actor.System) error { return bench.BalanceOne(sys, sz) }, nil
+			return func(_ context.Context, sys *actor.System) error { return bench.BalanceOne(sys, sz) }, nil
 		}
-		return func(sys *actor.System) error { return bench.BalanceMulti(sys, sz) }, nil
+		return func(_ context.Context, sys *actor.System) error { return bench.BalanceMulti(sys, sz) }, nil
 	case "matrix":
 		m := bench.NewMatrices(orDefault(bench.MatrixDefault()))
-		return func(sys *actor.System) error { return bench.Matrix(sys, m) }, nil
+		return func(_ context.Context, sys *actor.System) error { return bench.Matrix(sys, m) }, nil
 	case "pipeline":
 		stages, rate := orDefault(12), w.cfg.rate
 		if rate == 0 {
 			rate = 10000
 		}
 		n := max(1, int(2*rate)) // runs of about 2 seconds
-		return func(sys *actor.System) error {
-			r, err := bench.Pipeline(sys, stages, rate, n)
+		return func(ctx context.Context, sys *actor.System) error {
+			r, err := bench.PipelineUntil(ctx, sys, stages, rate, n)
 			if err != nil {
 				return err
 			}
@@ -131,9 +132,10 @@ func (w *workload) program() (program, error) {
 	return nil, fmt.Errorf("%w: unknown workload %q", errUsage, w.cfg.workload)
 }
 
-// repeat runs prog on fresh systems until ctx ends. A run cannot be
-// interrupted: once ctx ends, repeat waits for the current one to finish,
-// for at most the shutdown timeout.
+// repeat runs prog on fresh systems until ctx ends. Once ctx ends, repeat
+// waits for the current run to finish, for at most the shutdown timeout: a
+// pipeline run ends at once (it stops sending), the other programs' runs
+// cannot be interrupted.
 func (w *workload) repeat(ctx context.Context, prog program) error {
 	done := make(chan error, 1)
 	go func() {
@@ -144,7 +146,7 @@ func (w *workload) repeat(ctx context.Context, prog program) error {
 				return
 			}
 			t0 := time.Now()
-			if err := prog(sys); err != nil {
+			if err := prog(ctx, sys); err != nil {
 				done <- fmt.Errorf("%s run %d: %w", w.cfg.workload, run, err)
 				return
 			}

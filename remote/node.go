@@ -267,6 +267,11 @@ func (n *Node) Flush(ctx context.Context) error {
 // Close return ErrClosed; Close is idempotent. After the connection closed
 // for good by itself, Close still releases the rest, and returns no error
 // for the closed connection.
+//
+// Requests that this node received and has not answered yet are abandoned,
+// not failed: a reply that its actor gives after Close is dropped (it is
+// not counted in Stats), and the asking node learns nothing, so its ask
+// ends by its own deadline. Give asks a deadline, as for a node that dies.
 func (n *Node) Close() error {
 	n.mu.Lock()
 	if n.closed.Load() {

@@ -44,7 +44,8 @@ type RequestPort[Req, R any] struct {
 }
 
 // Export makes the local port p reachable by other nodes under name, its
-// messages decoded with c. Messages for it are delivered with p.Send, in the
+// messages decoded with c. Any string is a valid name, the empty one
+// included: it travels in each message, not in a NATS subject. Messages for it are delivered with p.Send, in the
 // order the node received them; one that fails to decode, or that p refuses
 // (its actor terminated), is counted and logged, never delivered. A payload
 // that decodes to a nil message (JSON or CBOR null for a pointer type), or

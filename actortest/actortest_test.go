@@ -189,18 +189,27 @@ func TestStartPolicyAlive(t *testing.T) {
 	assert.Empty(t, errs, "allowed")
 }
 
+// kickBoom starts a system for the fake test f with policy p, spawns a boom
+// actor with opts, sends it a kick and waits until the kit has logged the
+// panic.
+func kickBoom(t *testing.T, f *fakeTB, p actortest.Policy, opts ...actor.SpawnOption) *boom {
+	t.Helper()
+	sys := actortest.StartWith(f, p)
+	b, err := actor.Spawn(sys, &boom{}, opts...)
+	require.NoError(t, err)
+	require.NoError(t, actor.Send(b, &kick{}, (*boom).onKick))
+	require.Eventually(t, func() bool {
+		_, _, logs := f.get()
+		return len(logs) > 0
+	}, 10*time.Second, time.Millisecond, "the panic is logged as it happens")
+	return b
+}
+
 func TestStartPolicyPanics(t *testing.T) {
 	for _, allow := range []bool{false, true} {
 		t.Run(fmt.Sprint("allow=", allow), func(t *testing.T) {
 			f := &fakeTB{}
-			sys := actortest.StartWith(f, actortest.Policy{AllowPanics: allow})
-			b, err := actor.Spawn(sys, &boom{})
-			require.NoError(t, err)
-			require.NoError(t, actor.Send(b, &kick{}, (*boom).onKick))
-			require.Eventually(t, func() bool {
-				_, _, logs := f.get()
-				return len(logs) > 0
-			}, 10*time.Second, time.Millisecond, "the panic is logged as it happens")
+			kickBoom(t, f, actortest.Policy{AllowPanics: allow})
 			_, _, logs := f.get()
 			require.Len(t, logs, 1)
 			assert.Contains(t, logs[0], "panicked")
@@ -225,14 +234,7 @@ func TestStartPolicyHandledPanics(t *testing.T) {
 	for _, allow := range []bool{false, true} {
 		t.Run(fmt.Sprint("allow=", allow), func(t *testing.T) {
 			f := &fakeTB{}
-			sys := actortest.StartWith(f, actortest.Policy{AllowPanics: allow})
-			b, err := actor.Spawn(sys, &boom{}, actor.WithRestart(nil, actor.Budget{MaxRestarts: -1}))
-			require.NoError(t, err)
-			require.NoError(t, actor.Send(b, &kick{}, (*boom).onKick))
-			require.Eventually(t, func() bool {
-				_, _, logs := f.get()
-				return len(logs) > 0
-			}, 10*time.Second, time.Millisecond, "the panic is logged as it happens")
+			b := kickBoom(t, f, actortest.Policy{AllowPanics: allow}, actor.WithRestart(nil, actor.Budget{MaxRestarts: -1}))
 			require.NoError(t, actor.SendPill(b, actor.FinishedMsg)) // the restarted actor ends cleanly
 			f.finish()
 			_, errs, _ := f.get()

@@ -92,3 +92,36 @@ func TestConfigErrors(t *testing.T) {
 	require.Contains(t, out.String(), "ACTORD_LISTEN")
 	require.Contains(t, out.String(), "balance-multi")
 }
+
+// TestStartAttrs: the start-up log line names the values in use, the
+// workload's defaults where a flag was left at 0, and no rate for a
+// workload that has none.
+func TestStartAttrs(t *testing.T) {
+	attrs := func(args ...string) map[string]any {
+		t.Helper()
+		c, err := parseConfig(args, env(nil), io.Discard)
+		require.NoError(t, err)
+		kv := startAttrs(c, "127.0.0.1:1")
+		m := map[string]any{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1]
+		}
+		return m
+	}
+	m := attrs()
+	require.Equal(t, 16, m["queues_per_worker"])
+	require.Equal(t, 1000, m["size"])
+	require.Equal(t, 5000.0, m["rate"])
+
+	m = attrs("-workload", "pipeline")
+	require.Equal(t, 12, m["size"])
+	require.Equal(t, 10000.0, m["rate"])
+
+	m = attrs("-workload", "executor", "-queues-per-worker", "4")
+	require.Equal(t, 4, m["queues_per_worker"])
+	require.Equal(t, 4000, m["size"])
+	require.NotContains(t, m, "rate")
+
+	m = attrs("-workload", "matrix", "-size", "64")
+	require.Equal(t, 64, m["size"])
+}

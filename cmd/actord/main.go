@@ -46,6 +46,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/actord/actord/bench"
 	"github.com/actord/actord/executor"
 	"github.com/actord/actord/metrics"
 )
@@ -98,9 +99,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	addr := ln.Addr().String()
 
 	w := &workload{cfg: cfg, coll: coll, wm: wm, log: log, running: &healthy}
-	log.Info("actord started", "listen", addr, "metrics", "http://"+addr+"/metrics",
-		"workload", cfg.workload, "workers", workersOf(cfg), "queues_per_worker", cfg.queuesPerWorker,
-		"steal", cfg.steal.String(), "size", cfg.size, "rate", cfg.rate, "duration", cfg.duration, "gomaxprocs", runtime.GOMAXPROCS(0))
+	log.Info("actord started", startAttrs(cfg, addr)...)
 	started := time.Now()
 	if ready != nil {
 		ready(addr)
@@ -183,6 +182,56 @@ func handleSignals(log *slog.Logger, stop context.CancelCauseFunc, exit func(cod
 		close(done)
 		wg.Wait()
 	}
+}
+
+// startAttrs are the start-up log line's attributes: the values in use, a
+// workload's defaults where a flag was left at 0. A workload that has no
+// rate (the benchmark programs but pipeline) logs none.
+func startAttrs(cfg config, addr string) []any {
+	queues := cfg.queuesPerWorker
+	if queues == 0 {
+		queues = executor.DefaultQueuesPerWorker
+	}
+	size, rate := workloadSize(cfg)
+	attrs := []any{"listen", addr, "metrics", "http://" + addr + "/metrics",
+		"workload", cfg.workload, "workers", workersOf(cfg), "queues_per_worker", queues,
+		"steal", cfg.steal.String(), "size", size}
+	if rate > 0 {
+		attrs = append(attrs, "rate", rate)
+	}
+	return append(attrs, "duration", cfg.duration, "gomaxprocs", runtime.GOMAXPROCS(0))
+}
+
+// workloadSize returns the size and rate the workload runs with: -size and
+// -rate, or the workload's defaults (usageHeader lists them) where they are
+// 0. The rate is 0 for a workload that has none.
+func workloadSize(cfg config) (size int, rate float64) {
+	orDefault := func(def int) int {
+		if cfg.size > 0 {
+			return cfg.size
+		}
+		return def
+	}
+	switch cfg.workload {
+	case "mixed":
+		p := defaultMixed(cfg.size, cfg.rate)
+		return p.sessions, p.rate
+	case "pipeline":
+		rate = cfg.rate
+		if rate == 0 {
+			rate = pipelineDefaultRate
+		}
+		return orDefault(pipelineDefaultStages), rate
+	case "executor":
+		return orDefault(bench.ExecutorDefault().Actors), 0
+	case "repeat":
+		return orDefault(bench.RepeatDefault().Servers), 0
+	case "balance-one", "balance-multi":
+		return orDefault(bench.BalanceDefault().Working), 0
+	case "matrix":
+		return orDefault(bench.MatrixDefault()), 0
+	}
+	return cfg.size, cfg.rate // a workload only tests define
 }
 
 func workersOf(cfg config) int {

@@ -72,6 +72,13 @@ func (w *workload) run(ctx context.Context) error {
 	return w.repeat(ctx, prog)
 }
 
+// The pipeline workload's defaults: stage actors (-size) and messages per
+// second (-rate).
+const (
+	pipelineDefaultStages = 12
+	pipelineDefaultRate   = 10000
+)
+
 // testPrograms holds workloads that only tests define (by name, in the test
 // binary run as the command; the name must also be added to workloadNames).
 // It is empty in actord.
@@ -112,9 +119,9 @@ func (w *workload) program() (program, error) {
 		m := bench.NewMatrices(orDefault(bench.MatrixDefault()))
 		return func(_ context.Context, sys *actor.System) error { return bench.Matrix(sys, m) }, nil
 	case "pipeline":
-		stages, rate := orDefault(12), w.cfg.rate
+		stages, rate := orDefault(pipelineDefaultStages), w.cfg.rate
 		if rate == 0 {
-			rate = 10000
+			rate = pipelineDefaultRate
 		}
 		n := max(1, int(2*rate)) // runs of about 2 seconds
 		return func(ctx context.Context, sys *actor.System) error {

@@ -416,10 +416,40 @@ func (s *service) close(ctx context.Context) error {
 	if errors.Is(err, actor.ErrActorsAlive) {
 		return err
 	}
+	// Every actor terminated: the shutdown succeeded. What Stop repeats
+	// happened earlier (a panic was logged at ERROR when it happened), so
+	// the line says so in counts and keeps the repeat itself for DEBUG.
+	panics, undelivered := stopReport(err)
+	s.log.Info("actor system stopped cleanly", "earlier_panics", panics, "undelivered_messages", undelivered)
 	if err != nil {
-		s.log.Info("actor system stopped", "report", err)
+		s.log.Debug("stop report", "report", err)
 	}
 	return nil
+}
+
+// stopReport counts the panics Stop's error repeats and tells whether it
+// reports undelivered messages (its text then says how many).
+func stopReport(err error) (panics int, undelivered string) {
+	if err == nil {
+		return 0, "none"
+	}
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	undelivered = "none"
+	for _, e := range errs {
+		var pe *actor.PanicError
+		switch {
+		case errors.As(e, &pe):
+			panics++
+		case errors.Is(e, actor.ErrPanic): // "n more panics not kept"
+			panics++
+		case errors.Is(e, actor.ErrUndelivered):
+			undelivered = e.Error()
+		}
+	}
+	return panics, undelivered
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -56,8 +56,7 @@ func (m *Matrices) Row(i int) {
 		// Unrolled by four: a one-element loop body is a few dozen bytes,
 		// and whether it straddles a 64-byte boundary (which depends on
 		// where the linker puts this function, i.e. on the size of the
-		// code before it) doubled its time on AMD EPYC (BENCHMARKS.md,
-		// "Where issue 12 and 14 stand after the twelfth round").
+		// code before it) doubled its time on AMD EPYC.
 		j := 0
 		for ; j+4 <= len(z); j += 4 {
 			z[j] += xik * y[j]

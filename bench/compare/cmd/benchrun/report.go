@@ -324,11 +324,11 @@ func targets(st map[point]*stat) []target {
 	ts = append(ts, speedupTargets(st, "static send: at least 3x faster than protoactor-go", "static", compare.ProtoActor, 3, 0)...)
 	ts = append(ts, speedupTargets(st, "executor: at least 2x faster than goroutine+channel on 2 workers", "executor", compare.Chan, 2, 2)...)
 	ts = append(ts, speedupTargets(st, "executor: at least 5x faster than protoactor-go on 2 workers", "executor", compare.ProtoActor, 5, 2)...)
-	// Issue 14: sends from outside the system.
+	// Sends from outside the system.
 	ts = append(ts, speedupTargets(st, "counting: at most 1.0x goroutine+channel (time)", "counting", compare.Chan, 1, 0)...)
 	ts = append(ts, rssTargets(st, "counting: peak RSS at most 2x the goroutine+channel program's", "counting", compare.Chan, 2)...)
 	ts = append(ts, speedupTargets(st, "fork-join: at most 1.0x goroutine+channel (time)", "fork-join", compare.Chan, 1, 0)...)
-	// Issue 12: cross-worker handoff.
+	// Cross-worker handoff.
 	ts = append(ts, speedupTargets(st, "ping-pong: at least 2x faster than goroutines on 2 workers", "ping-pong", compare.Chan, 2, 2)...)
 	ts = append(ts, speedupTargets(st, "token ring: at least 2x faster than goroutines on 2 workers", "token-ring", compare.Chan, 2, 2)...)
 	ts = append(ts, speedupTargets(st, "churn: at least 1.5x goroutines on 2 workers", "churn", compare.Chan, 1.5, 2)...)
@@ -429,7 +429,7 @@ func summary(info runInfo, recs []Record, st map[point]*stat, plots map[string]b
 	p("Each figure is the median of the runs; plots show min and max as error bars. ")
 	p("\"x best\" is how many times worse than the best system at the same worker count (1.00 = best).\n\n")
 
-	p("## Targets (issues 6, 12 and 14; medians of this run)\n\nThe status compares medians; \"paired by run\" is the median, over run numbers, of actord's run against the other system's run of the same number (made right after it), which the machine's changing load disturbs less.\n\n| target | workers | measured | status |\n| --- | --- | --- | --- |\n")
+	p("## Targets (medians of this run)\n\nThe status compares medians; \"paired by run\" is the median, over run numbers, of actord's run against the other system's run of the same number (made right after it), which the machine's changing load disturbs less.\n\n| target | workers | measured | status |\n| --- | --- | --- | --- |\n")
 	for _, t := range targets(st) {
 		p("| %s | %s | %s | %s |\n", t.name, t.workers, t.measured, t.status)
 	}

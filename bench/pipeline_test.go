@@ -53,8 +53,7 @@ func reportPipeline(b *testing.B, r PipelineResult) {
 // at about 45 messages per second of run. It reports the quartile,
 // median and 90th percentile of the end-to-end latency, which show whether
 // the latencies are bimodal (see BENCHMARKS.md, "Known losses and their
-// measured causes"). b.N is
-// ignored beyond 1.
+// measured causes"). b.N is ignored beyond 1.
 func BenchmarkPipelineIdle(b *testing.B) {
 	const stages, n = 12, 60
 	pace := func(send func(i int)) int {

@@ -109,9 +109,13 @@ func StartWith(t TB, p Policy, opts ...actor.Option) *actor.System {
 	if grace <= 0 {
 		grace = DefaultGrace
 	}
+	k := &kit{}
+	kits.Store(sys, k)
 	t.Cleanup(func() {
+		defer kits.Delete(sys)
 		ctx, cancel := context.WithTimeout(context.Background(), grace)
 		defer cancel()
+		k.endProbes(ctx, sys)
 		err := sys.Stop(ctx)
 		if err == actor.ErrStopped { // exactly: the test stopped the system itself
 			return

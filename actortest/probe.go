@@ -1,6 +1,7 @@
 package actortest
 
 import (
+	"context"
 	"reflect"
 	"sync"
 	"time"
@@ -25,6 +26,7 @@ type Probe[M any] struct {
 	all     []M
 	next    int           // index in all of the next message Expect returns
 	arrived chan struct{} // capacity 1: a message arrived since the last look
+	ended   chan struct{} // closed by the probe actor's Stopped hook
 }
 
 // probeActor is a Probe's actor.
@@ -44,10 +46,19 @@ func (a *probeActor[M]) receive(m M) actor.Allocation {
 	return actor.Nodelete
 }
 
+// Stopped closes p.ended: the probe has taken its last message.
+func (a *probeActor[M]) Stopped(actor.Reason) { close(a.p.ended) }
+
 // NewProbe spawns a probe of the message type *TM in sys; the probe
-// terminates itself at the end of the test (t.Cleanup), so it never keeps
-// the system from stopping. Create it with the test's t, which must not
-// end after sys is stopped (use the t that started sys, or a subtest's):
+// terminates itself at the end of the test, so it never keeps the system
+// from stopping. In a system that Start or StartWith started, it
+// terminates in that system's cleanup, once every other actor has
+// terminated (or the cleanup's grace has ended): what the actors under
+// test send it as they end (a watch's *actor.Terminated, a last reply)
+// reaches it, and is not left undelivered. In another system it
+// terminates at the end of t (t.Cleanup). Create it with the test's t,
+// which must not end after sys is stopped (use the t that started sys, or
+// a subtest's):
 //
 //	totals := actortest.NewProbe[Total](t, sys) // a *Probe[*Total]
 //	actor.Send(counter, &Flush{To: totals.Port()}, (*Counter).OnFlush)
@@ -57,7 +68,7 @@ func (a *probeActor[M]) receive(m M) actor.Allocation {
 // started or stopped).
 func NewProbe[TM any, M actor.Msg[TM]](t TB, sys *actor.System) *Probe[M] {
 	t.Helper()
-	p := &Probe[M]{t: t, arrived: make(chan struct{}, 1)}
+	p := &Probe[M]{t: t, arrived: make(chan struct{}, 1), ended: make(chan struct{})}
 	a, err := actor.Spawn(sys, &probeActor[M]{p: p})
 	if err != nil {
 		t.Fatalf("actortest: NewProbe[%s]: %v", typeName[M](), err)
@@ -68,8 +79,102 @@ func NewProbe[TM any, M actor.Msg[TM]](t TB, sys *actor.System) *Probe[M] {
 		t.Fatalf("actortest: NewProbe[%s]: %v", typeName[M](), err)
 		return nil
 	}
-	t.Cleanup(func() { _ = actor.SendPill(a, actor.FinishedMsg) })
+	end := probeEnd{pill: func() error { return actor.SendPill(a, actor.FinishedMsg) }, ended: p.ended}
+	if k, ok := kits.Load(sys); ok && k.(*kit).adopt(end) {
+		return p // the system's cleanup ends it
+	}
+	t.Cleanup(func() { _ = end.pill() })
 	return p
+}
+
+// kits holds the state of each system that Start or StartWith started,
+// from its start to the end of its cleanup.
+var kits sync.Map // *actor.System -> *kit
+
+// kit is the probes of a system started by the kit, which its cleanup
+// terminates after the other actors (endProbes).
+type kit struct {
+	// mu guards probes and ending. NewProbe appends to probes (adopt)
+	// while ending is false; the cleanup sets ending and takes probes, so
+	// that each probe is ended exactly once: by the cleanup, or, adopted
+	// too late, at the end of its own t.
+	mu     sync.Mutex
+	probes []probeEnd
+	ending bool
+}
+
+// probeEnd is how the cleanup ends one probe.
+type probeEnd struct {
+	pill  func() error    // sends the probe its poison pill
+	ended <-chan struct{} // closed once the probe has terminated
+}
+
+// probeGrace bounds the wait for the probes to take their pills when the
+// cleanup's grace has ended with actors still alive (Policy.AllowAlive).
+const probeGrace = time.Second
+
+// adopt makes the system's cleanup responsible for ending the probe e; it
+// reports false if the cleanup has begun.
+func (k *kit) adopt(e probeEnd) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.ending {
+		return false
+	}
+	k.probes = append(k.probes, e)
+	return true
+}
+
+// endProbes terminates the probes of sys once no other actor is alive, or
+// once ctx ends, and waits for them to take their pills (until ctx ends, or
+// for probeGrace more if it has ended): the actors under test may send to
+// the probes until they terminate.
+func (k *kit) endProbes(ctx context.Context, sys *actor.System) {
+	k.mu.Lock()
+	k.ending = true
+	probes := k.probes
+	k.probes = nil
+	k.mu.Unlock()
+	if len(probes) == 0 {
+		return
+	}
+	// Stats.LiveActors counts an actor until after its watchers were
+	// notified, so once it is down to the probes, nothing but the test's
+	// own goroutines (which have returned) is left to send to them.
+	for d := 50 * time.Microsecond; ; d = min(2*d, 10*time.Millisecond) {
+		st, err := sys.Stats()
+		if err != nil || st.LiveActors <= int64(len(probes)) {
+			break
+		}
+		tm := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+		case <-tm.C:
+		}
+		tm.Stop()
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	wait := ctx
+	if ctx.Err() != nil {
+		var cancel context.CancelFunc
+		wait, cancel = context.WithTimeout(context.Background(), probeGrace)
+		defer cancel()
+	}
+	var sent []probeEnd
+	for _, e := range probes {
+		if e.pill() == nil { // else the system is stopped (by the test)
+			sent = append(sent, e)
+		}
+	}
+	for _, e := range sent {
+		select {
+		case <-e.ended:
+		case <-wait.Done():
+			return
+		}
+	}
 }
 
 // Port returns the probe's port: whatever is sent to it is recorded.

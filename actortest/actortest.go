@@ -85,7 +85,10 @@ type Policy struct {
 // including its stack) and fails the test at its end, whether it terminated
 // its actor or supervision handled it (a restart, say). An option actor.WithErrorHandler
 // in opts replaces the logging, not the failure. A test that stops the
-// system itself checks Stop's result itself: the cleanup then does nothing.
+// system itself checks Stop's result itself: the cleanup then checks only
+// the panics, since Stop does not report those that supervision handled;
+// it fails the test if any behaviour or hook panicked, whether or not Stop
+// reported it, unless the policy allows panics.
 func Start(t TB, opts ...actor.Option) *actor.System {
 	t.Helper()
 	return StartWith(t, Policy{}, opts...)
@@ -118,6 +121,13 @@ func StartWith(t TB, p Policy, opts ...actor.Option) *actor.System {
 		k.endProbes(ctx, sys)
 		err := sys.Stop(ctx)
 		if err == actor.ErrStopped { // exactly: the test stopped the system itself
+			// The test checked Stop's result, which holds only the
+			// panics that terminated an actor: those that supervision
+			// handled are checked here, with the others, since the
+			// statistics do not tell them apart.
+			if st, serr := sys.Stats(); serr == nil && !p.AllowPanics && st.Total().Panics > 0 {
+				t.Errorf("actortest: stop: %d behaviours or hooks panicked (logged above; the test stopped the system, and Stop does not report the panics that supervision handled; see Policy.AllowPanics)", st.Total().Panics)
+			}
 			return
 		}
 		reported := false // a panic among Stop's errors

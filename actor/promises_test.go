@@ -2,14 +2,17 @@ package actor_test
 
 import (
 	"context"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/actord/actord/actor"
+	"github.com/actord/actord/executor"
 )
 
 // echoReq asks an echoer for its N back.
@@ -57,4 +60,44 @@ func TestAskAsyncZeroReplyToRefused(t *testing.T) {
 	assert.Zero(t, st.AsksPending, "a refused request is not pending")
 	require.NoError(t, actor.SendPill(e, actor.FinishedMsg))
 	require.NoError(t, sys.Stop(context.Background()))
+}
+
+// Register on a stopped system is refused (ErrStopped), even with a live
+// port of another system, and creates no registry that would keep the
+// stopped executor reachable while that port lives. A name registered just
+// before its system stopped is dropped, with the executor, by the next
+// system that registers its first name, whatever its port.
+func TestRegisterOnStoppedSystemRefused(t *testing.T) {
+	live := namesSystem(t)
+	_, gp, _ := spawnGreeter(t, live) // alive until the end of the test
+
+	refused := func() weak.Pointer[executor.Executor] {
+		sys, err := actor.Start(actor.WithWorkers(1))
+		require.NoError(t, err)
+		require.NoError(t, sys.Stop(context.Background()))
+		err = actor.Register(sys, "greeter", gp)
+		require.ErrorIs(t, err, actor.ErrStopped)
+		_, err = actor.Lookup[*greet](sys, "greeter")
+		require.ErrorIs(t, err, actor.ErrNoName)
+		return weak.Make(sys.Executor())
+	}()
+	stoppedAfter := func() weak.Pointer[executor.Executor] {
+		sys, err := actor.Start(actor.WithWorkers(1))
+		require.NoError(t, err)
+		require.NoError(t, actor.Register(sys, "greeter", gp), "a running system: the port of another system may be named")
+		require.NoError(t, actor.Register(sys, "greeter2", gp))
+		require.NoError(t, sys.Stop(context.Background()))
+		_, err = actor.Lookup[*greet](sys, "greeter")
+		require.ErrorIs(t, err, actor.ErrNoName, "a stopped system has no names, whatever their ports")
+		require.ErrorIs(t, actor.Unregister(sys, "greeter"), actor.ErrNoName)
+		return weak.Make(sys.Executor())
+	}()
+
+	other := namesSystem(t)
+	require.NoError(t, actor.Register(other, "greeter", gp)) // other's first name: sweeps the rest
+	require.Eventually(t, func() bool {
+		runtime.GC()
+		return refused.Value() == nil && stoppedAfter.Value() == nil
+	}, 10*time.Second, 10*time.Millisecond, "a stopped system's executor is still reachable while a port it named lives")
+	require.True(t, gp.Alive())
 }

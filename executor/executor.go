@@ -308,3 +308,8 @@ func (e *Executor) actorGone() {
 
 // live returns the number of live actors.
 func (e *Executor) live() int64 { return e.life.Load() &^ lifeStopped }
+
+// Stopped reports whether Stop has decided that the executor stops (the
+// lifeStopped bit of life, which never clears): from then on Spawn fails
+// with ErrStopped. It is false for a nil or zero Executor.
+func (e *Executor) Stopped() bool { return e != nil && e.life.Load()&lifeStopped != 0 }

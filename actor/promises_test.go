@@ -101,3 +101,69 @@ func TestRegisterOnStoppedSystemRefused(t *testing.T) {
 	}, 10*time.Second, 10*time.Millisecond, "a stopped system's executor is still reachable while a port it named lives")
 	require.True(t, gp.Alive())
 }
+
+// panicky panics on every kick; resets counts its Reset calls.
+type panicky struct {
+	actor.Actor
+	resets atomic.Int32
+}
+
+type poke struct{ actor.Message }
+
+func (*panicky) onPoke(*poke) actor.Allocation { panic("poke") }
+
+// Budget{MaxRestarts: NoRestarts} allows no restart: the first panic
+// terminates the actor with ReasonBudget, without running Reset, and Stop
+// reports the panic. (MaxRestarts 0 is the default budget: 10 restarts.)
+func TestBudgetNoRestartsTerminatesAtFirstPanic(t *testing.T) {
+	sys, err := actor.Start(actor.WithWorkers(1), actor.WithErrorHandler(func(error) {}))
+	require.NoError(t, err)
+	a := &panicky{}
+	_, err = actor.Spawn(sys, a, actor.WithRestart(func() { a.resets.Add(1) }, actor.Budget{MaxRestarts: actor.NoRestarts, Within: time.Minute}))
+	require.NoError(t, err)
+	p, err := actor.Bind(a, (*panicky).onPoke)
+	require.NoError(t, err)
+	ch, err := actor.WatchChan(p)
+	require.NoError(t, err)
+	require.NoError(t, actor.Send(a, &poke{}, (*panicky).onPoke))
+	_ = actor.SendPill(a, actor.FinishedMsg) // ends a restarted actor (ReasonNormal); refused once it has terminated
+	term := <-ch
+	assert.Equal(t, actor.ReasonBudget, term.Reason, "terminated by the first panic")
+	assert.Zero(t, a.resets.Load(), "no restart: Reset never ran")
+	st, err := sys.Stats()
+	require.NoError(t, err)
+	assert.Zero(t, st.Total().Restarts)
+	assert.Equal(t, uint64(1), st.Total().BudgetExhausted)
+	assert.ErrorIs(t, sys.Stop(context.Background()), actor.ErrPanic, "the panic terminated the actor: Stop reports it")
+
+	// MaxRestarts 0 is the default, 10 restarts, for a Budget that sets
+	// other fields too.
+	sys, err = actor.Start(actor.WithWorkers(1), actor.WithErrorHandler(func(error) {}))
+	require.NoError(t, err)
+	b := &panicky{}
+	_, err = actor.Spawn(sys, b, actor.WithRestart(func() { b.resets.Add(1) }, actor.Budget{MaxRestarts: 0, Within: time.Hour}))
+	require.NoError(t, err)
+	pb, err := actor.Bind(b, (*panicky).onPoke)
+	require.NoError(t, err)
+	ch, err = actor.WatchChan(pb)
+	require.NoError(t, err)
+	for range 11 {
+		require.NoError(t, actor.Send(b, &poke{}, (*panicky).onPoke))
+	}
+	assert.Equal(t, actor.ReasonBudget, (<-ch).Reason)
+	assert.Equal(t, int32(10), b.resets.Load())
+	assert.ErrorIs(t, sys.Stop(context.Background()), actor.ErrPanic)
+}
+
+// A MinBackoff above a MaxBackoff other than 0 (no cap) is refused.
+func TestBudgetMinBackoffAboveMaxBackoffRefused(t *testing.T) {
+	sys, err := actor.Start(actor.WithWorkers(1))
+	require.NoError(t, err)
+	_, err = actor.Spawn(sys, &panicky{}, actor.WithRestart(nil, actor.Budget{MinBackoff: time.Second, MaxBackoff: time.Millisecond}))
+	require.ErrorIs(t, err, actor.ErrConfig)
+	assert.Contains(t, err.Error(), "MinBackoff")
+	a, err := actor.Spawn(sys, &panicky{}, actor.WithRestart(nil, actor.Budget{MinBackoff: time.Second}))
+	require.NoError(t, err, "MaxBackoff 0: no cap")
+	require.NoError(t, actor.SendPill(a, actor.FinishedMsg))
+	require.NoError(t, sys.Stop(context.Background()))
+}

@@ -2,6 +2,7 @@ package actor_test
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -166,4 +167,62 @@ func TestBudgetMinBackoffAboveMaxBackoffRefused(t *testing.T) {
 	require.NoError(t, err, "MaxBackoff 0: no cap")
 	require.NoError(t, actor.SendPill(a, actor.FinishedMsg))
 	require.NoError(t, sys.Stop(context.Background()))
+}
+
+// badStart's Started hook panics on its run number failAt (1: the first).
+type badStart struct {
+	actor.Actor
+	gate         chan struct{} // the first Started waits for it
+	runs, failAt int
+	resets       atomic.Int32
+	got          atomic.Int32
+}
+
+func (b *badStart) Started() {
+	if b.runs == 0 {
+		<-b.gate
+	}
+	b.runs++
+	if b.runs == b.failAt {
+		panic("cannot start")
+	}
+}
+
+func (b *badStart) onPoke(m *poke) actor.Allocation {
+	if b.got.Add(1) == 1 && b.failAt > 1 {
+		panic("poke") // restart: Started runs again
+	}
+	return actor.Nodelete
+}
+
+// A panic in the Started hook terminates the actor (ReasonPanic) whatever
+// its directive, WithRestart included: the hook runs before the first
+// message and after each restart, and a start that fails is not retried.
+// Reset does not run for it; the messages still queued are dead letters;
+// Stop reports the panic.
+func TestStartedPanicUnderRestartTerminates(t *testing.T) {
+	for _, failAt := range []int{1, 2} { // at the spawn, after a restart
+		t.Run(fmt.Sprint("run=", failAt), func(t *testing.T) {
+			sys, err := actor.Start(actor.WithWorkers(1), actor.WithErrorHandler(func(error) {}))
+			require.NoError(t, err)
+			b := &badStart{failAt: failAt, gate: make(chan struct{})}
+			_, err = actor.Spawn(sys, b, actor.WithRestart(func() { b.resets.Add(1) }, actor.Budget{MaxRestarts: -1}))
+			require.NoError(t, err)
+			p, err := actor.Bind(b, (*badStart).onPoke)
+			require.NoError(t, err)
+			ch, err := actor.WatchChan(p)
+			require.NoError(t, err)
+			require.NoError(t, p.Send(&poke{}))
+			require.NoError(t, p.Send(&poke{}))
+			close(b.gate)
+			assert.Equal(t, actor.ReasonPanic, (<-ch).Reason)
+			assert.Equal(t, int32(failAt-1), b.resets.Load(), "Reset ran for the behaviour's panic only")
+			assert.Equal(t, int32(failAt-1), b.got.Load(), "no message after the failed start")
+			err = sys.Stop(context.Background())
+			assert.ErrorIs(t, err, actor.ErrUndelivered, "the messages queued behind the failed start")
+			var pe *actor.PanicError
+			require.ErrorAs(t, err, &pe)
+			assert.Equal(t, "cannot start", pe.Value)
+		})
+	}
 }

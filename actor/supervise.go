@@ -40,7 +40,9 @@ const NoRestarts = executor.NoRestarts
 // message is dropped, reset (which may be nil: the state is kept) runs on
 // the actor's worker to reset its state, its Started hook runs again, and
 // it goes on with every message still queued for it, none lost, after the
-// budget's backoff. Past the budget it terminates (ReasonBudget).
+// budget's backoff. Past the budget it terminates (ReasonBudget). A panic
+// in the Started hook, at the spawn or after a restart, is not restarted:
+// the actor terminates (ReasonPanic; see Starter).
 func WithRestart(reset func(), b Budget) SpawnOption {
 	return spawnOption(func(o *executor.SpawnOptions) {
 		o.OnPanic, o.Reset = executor.Restart, reset
@@ -122,7 +124,9 @@ type Terminated = executor.Terminated
 //	func (a *T) Started()
 //
 // It runs on the actor's worker before its first message, and again after
-// each restart.
+// each restart. A panic in it terminates the actor (ReasonPanic) whatever
+// its spawn options, WithRestart included: a start that failed is not
+// retried, and the messages queued for the actor are undelivered.
 type Starter = executor.Starter
 
 // Stopper is the Stopped hook of an actor type, a method

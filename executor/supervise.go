@@ -139,7 +139,10 @@ func reasonOf(bits uint32) Reason {
 // Starter is the optional Started hook of an actor type: it runs on the
 // actor's worker before the actor's first message (promptly after Spawn,
 // even if no message comes) and again before the first message after each
-// restart.
+// restart. A panic (or runtime.Goexit) in it terminates the actor
+// (ReasonPanic) whatever its directive, Restart included: a start that
+// failed is not retried, and the messages queued for the actor are
+// undelivered.
 type Starter interface{ Started() }
 
 // Stopper is the optional Stopped hook of an actor type: it runs on the

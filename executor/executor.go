@@ -191,6 +191,13 @@ type Executor struct {
 	// added to by a worker dropping the rest of its batch (drainBatch,
 	// exit), read by Stop after waitWorkers.
 	undeliver atomic.Int64
+	// deadType is the reflect.Type of a message counted as a dead letter,
+	// the first that noteDead saw: stored once (CompareAndSwap from
+	// empty) by a worker counting a dead letter, read by Stop after
+	// waitWorkers to name it in its ErrUndelivered error. Nothing orders
+	// the two but the workers' exit; a dead letter a stuck worker counts
+	// later is not named.
+	deadType atomic.Value
 
 	gaveUp atomic.Bool // see closed
 

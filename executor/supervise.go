@@ -655,6 +655,7 @@ func (w *worker) deliverExt(env *envelope) {
 			return
 		}
 		w.st.DeadLetters++
+		w.e.noteDead(env.msg)
 		dropped(env.msg, ErrTerminated) // a request: tell its requester
 		return
 	}
@@ -664,6 +665,7 @@ func (w *worker) deliverExt(env *envelope) {
 			w.deliverOne(env)
 		} else { // the hook panicked: the actor terminated before env
 			w.st.DeadLetters++
+			w.e.noteDead(env.msg)
 			dropped(env.msg, ErrTerminated)
 		}
 		return
@@ -1086,6 +1088,7 @@ func (t *extTerm) run(w *worker) {
 				for _, env := range q.close() {
 					w.st.private++
 					w.st.DeadLetters++
+					w.e.noteDead(env.msg)
 					dropped(env.msg, ErrTerminated)
 				}
 			}

@@ -43,7 +43,8 @@ type Policy struct {
 	// Grace is how long the cleanup waits for every actor to terminate
 	// before it stops the system by force. 0 means DefaultGrace. The
 	// cleanup returns as soon as the last actor terminates; it waits the
-	// whole grace only when actors are left alive.
+	// whole grace only when actors are left alive (and then up to a second
+	// more, for the probes to take their pills: see NewProbe).
 	Grace time.Duration
 	// AllowAlive accepts actors still alive after the grace (Stop's
 	// ErrActorsAlive). A test that leaves long-lived actors running on

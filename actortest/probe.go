@@ -26,7 +26,6 @@ type Probe[M any] struct {
 	all     []M
 	next    int           // index in all of the next message Expect returns
 	arrived chan struct{} // capacity 1: a message arrived since the last look
-	ended   chan struct{} // closed by the probe actor's Stopped hook
 }
 
 // probeActor is a Probe's actor.
@@ -45,9 +44,6 @@ func (a *probeActor[M]) receive(m M) actor.Allocation {
 	}
 	return actor.Nodelete
 }
-
-// Stopped closes p.ended: the probe has taken its last message.
-func (a *probeActor[M]) Stopped(actor.Reason) { close(a.p.ended) }
 
 // NewProbe spawns a probe of the message type *TM in sys; the probe
 // terminates itself at the end of the test, so it never keeps the system
@@ -68,7 +64,7 @@ func (a *probeActor[M]) Stopped(actor.Reason) { close(a.p.ended) }
 // started or stopped).
 func NewProbe[TM any, M actor.Msg[TM]](t TB, sys *actor.System) *Probe[M] {
 	t.Helper()
-	p := &Probe[M]{t: t, arrived: make(chan struct{}, 1), ended: make(chan struct{})}
+	p := &Probe[M]{t: t, arrived: make(chan struct{}, 1)}
 	a, err := actor.Spawn(sys, &probeActor[M]{p: p})
 	if err != nil {
 		t.Fatalf("actortest: NewProbe[%s]: %v", typeName[M](), err)
@@ -79,11 +75,11 @@ func NewProbe[TM any, M actor.Msg[TM]](t TB, sys *actor.System) *Probe[M] {
 		t.Fatalf("actortest: NewProbe[%s]: %v", typeName[M](), err)
 		return nil
 	}
-	end := probeEnd{pill: func() error { return actor.SendPill(a, actor.FinishedMsg) }, ended: p.ended}
+	end := func() error { return actor.SendPill(a, actor.FinishedMsg) }
 	if k, ok := kits.Load(sys); ok && k.(*kit).adopt(end) {
 		return p // the system's cleanup ends it
 	}
-	t.Cleanup(func() { _ = end.pill() })
+	t.Cleanup(func() { _ = end() })
 	return p
 }
 
@@ -103,11 +99,8 @@ type kit struct {
 	ending bool
 }
 
-// probeEnd is how the cleanup ends one probe.
-type probeEnd struct {
-	pill  func() error    // sends the probe its poison pill
-	ended <-chan struct{} // closed once the probe has terminated
-}
+// probeEnd sends a probe its poison pill.
+type probeEnd func() error
 
 // probeGrace bounds the wait for the probes to take their pills when the
 // cleanup's grace has ended with actors still alive (Policy.AllowAlive).
@@ -126,9 +119,10 @@ func (k *kit) adopt(e probeEnd) bool {
 }
 
 // endProbes terminates the probes of sys once no other actor is alive, or
-// once ctx ends, and waits for them to take their pills (until ctx ends, or
-// for probeGrace more if it has ended): the actors under test may send to
-// the probes until they terminate.
+// once ctx ends; in the second case it waits for the probes to terminate
+// (probeGrace at most), so that the forced stop that follows does not
+// count their pills undelivered. The actors under test may send to the
+// probes until they terminate.
 func (k *kit) endProbes(ctx context.Context, sys *actor.System) {
 	k.mu.Lock()
 	k.ending = true
@@ -141,38 +135,38 @@ func (k *kit) endProbes(ctx context.Context, sys *actor.System) {
 	// Stats.LiveActors counts an actor until after its watchers were
 	// notified, so once it is down to the probes, nothing but the test's
 	// own goroutines (which have returned) is left to send to them.
+	live, quiet := waitLive(ctx, sys, int64(len(probes)))
+	sent := int64(0)
+	for _, e := range probes {
+		if e() == nil { // else the system is stopped (by the test)
+			sent++
+		}
+	}
+	if !quiet && sent > 0 {
+		// Stop is about to force the end: give the probes time to take
+		// their pills first.
+		wait, cancel := context.WithTimeout(context.Background(), probeGrace)
+		defer cancel()
+		waitLive(wait, sys, max(0, live-sent))
+	}
+}
+
+// waitLive waits until at most n actors of sys are alive, or ctx ends; it
+// returns the last count it read, and whether it fell to n. Stop gives no
+// notice of an actor's end but to Stop itself, so it polls, backing off to
+// 10ms between looks.
+func waitLive(ctx context.Context, sys *actor.System, n int64) (int64, bool) {
 	for d := 50 * time.Microsecond; ; d = min(2*d, 10*time.Millisecond) {
 		st, err := sys.Stats()
-		if err != nil || st.LiveActors <= int64(len(probes)) {
-			break
+		if err != nil || st.LiveActors <= n {
+			return st.LiveActors, true
 		}
 		tm := time.NewTimer(d)
 		select {
 		case <-ctx.Done():
+			tm.Stop()
+			return st.LiveActors, false
 		case <-tm.C:
-		}
-		tm.Stop()
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	wait := ctx
-	if ctx.Err() != nil {
-		var cancel context.CancelFunc
-		wait, cancel = context.WithTimeout(context.Background(), probeGrace)
-		defer cancel()
-	}
-	var sent []probeEnd
-	for _, e := range probes {
-		if e.pill() == nil { // else the system is stopped (by the test)
-			sent = append(sent, e)
-		}
-	}
-	for _, e := range sent {
-		select {
-		case <-e.ended:
-		case <-wait.Done():
-			return
 		}
 	}
 }

@@ -137,8 +137,11 @@
 // decides with Failure.Resume, Restart or Stop). The failing message is
 // dropped in every case (a request's requester gets ErrTerminated wrapping
 // the *PanicError); the panic is reported to WithErrorHandler, and to Stop
-// only when it terminated the actor. No goroutine or timer exists per
-// supervised actor while nothing fails; a backoff sets one timer.
+// only when it terminated the actor. These options apply to behaviours: a
+// panic in the Started hook (below) terminates its actor (ReasonPanic)
+// under every option, since a start that failed is not retried. No
+// goroutine or timer exists per supervised actor while nothing fails; a
+// backoff sets one timer.
 //
 // Watch (from an actor, through a Port[*Terminated]) and WatchChan (from a
 // goroutine) deliver exactly one *Terminated per watch when the watched

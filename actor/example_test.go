@@ -337,6 +337,27 @@ func ExampleWithRestart() {
 	// restarts: 1
 }
 
+// A budget of no restarts: the Restart directive (here, say, from a
+// configuration that sets the budget to zero) lets the first panic
+// terminate the actor, and watchers learn that its budget is exhausted.
+func ExampleBudget_noRestarts() {
+	sys, _ := actor.Start(actor.WithWorkers(1), actor.WithErrorHandler(func(error) {}))
+	w := &Worker{done: make(chan int)}
+	actor.Spawn(sys, w, actor.WithRestart(func() { w.sum = 0 }, actor.Budget{MaxRestarts: actor.NoRestarts}))
+	p, _ := actor.Bind(w, (*Worker).OnJob)
+	ended, _ := actor.WatchChan(p)
+	actor.Send(w, &Task{Fail: true}, (*Worker).OnJob)
+	fmt.Println("terminated:", (<-ended).Reason)
+	st, _ := sys.Stats()
+	fmt.Println("restarts:", st.Total().Restarts)
+	err := sys.Stop(context.Background())
+	fmt.Println("Stop reports the panic:", errors.Is(err, actor.ErrPanic))
+	// Output:
+	// terminated: restart budget exhausted
+	// restarts: 0
+	// Stop reports the panic: true
+}
+
 // A resuming actor keeps its state; only the failing message is lost.
 func ExampleWithResume() {
 	sys, _ := actor.Start(actor.WithWorkers(1))

@@ -40,17 +40,20 @@ var (
 // system stopped) counts as absent, and Register may give it to a new port.
 // The release is lazy: nothing runs when the actor terminates, and nothing
 // is added to the send path; the registry notices when it next looks at the
-// name. A stopped system's names hold no memory for long: its registry is
-// dropped, at the latest, when another system registers its first name.
+// name.
 //
 // The port may be of an actor of another system: names are per system, the
-// ports they hold are not.
+// ports they hold are not. A stopped system has no names: Register on it
+// fails, Lookup and Unregister find nothing, whatever the ports (of another
+// system, alive) it named, and its registry holds no memory for long: it is
+// dropped, at the latest, when another system registers its first name.
 //
 // Errors: ErrNotStarted (nil or zero System); ErrNotSpawned (the zero
 // Port); ErrTerminated (p is not alive: its actor terminated or its system
-// stopped); ErrNameTaken (a live port holds the name already, even p
-// itself). Register is safe for concurrent use: of concurrent Registers of
-// one name, exactly one succeeds.
+// stopped); ErrStopped (sys has stopped: p is of another system);
+// ErrNameTaken (a live port holds the name already, even p itself).
+// Register is safe for concurrent use: of concurrent Registers of one name,
+// exactly one succeeds.
 func Register[M any](sys *System, name string, p Port[M]) error {
 	if sys == nil || sys.e == nil {
 		return ErrNotStarted
@@ -62,6 +65,12 @@ func Register[M any](sys *System, name string, p Port[M]) error {
 		return fmt.Errorf("%w: Register %q with a port whose actor is not alive", ErrTerminated, name)
 	}
 	e := sys.e
+	if e.Stopped() {
+		// Refused, so that no registry keeps the stopped executor
+		// reachable for as long as p lives. A Register that checks just
+		// before the stop succeeds; sweepAll drops that registry.
+		return fmt.Errorf("%w: Register %q on a stopped system", ErrStopped, name)
+	}
 	for {
 		v, ok := registries.Load(e)
 		if !ok {
@@ -105,12 +114,15 @@ func Register[M any](sys *System, name string, p Port[M]) error {
 // with ErrTerminated, as for any port.
 //
 // Errors: ErrNotStarted (nil or zero System); ErrNoName (no port holds the
-// name, or its port is no longer alive: Lookup then removes the name);
-// ErrWrongType (the name holds a port of another message type; the error
-// names both types).
+// name, or its port is no longer alive: Lookup then removes the name; or
+// sys has stopped); ErrWrongType (the name holds a port of another message
+// type; the error names both types).
 func Lookup[M any](sys *System, name string) (Port[M], error) {
 	if sys == nil || sys.e == nil {
 		return Port[M]{}, ErrNotStarted
+	}
+	if sys.e.Stopped() {
+		return Port[M]{}, fmt.Errorf("%w: %q (its system has stopped)", ErrNoName, name)
 	}
 	v, ok := registries.Load(sys.e)
 	if !ok {
@@ -140,7 +152,7 @@ func Lookup[M any](sys *System, name string) (Port[M], error) {
 // released without it.
 //
 // Errors: ErrNotStarted (nil or zero System); ErrNoName (no live port holds
-// the name; a dead one is removed all the same).
+// the name, or sys has stopped; the name is removed all the same).
 func Unregister(sys *System, name string) error {
 	if sys == nil || sys.e == nil {
 		return ErrNotStarted
@@ -154,7 +166,7 @@ func Unregister(sys *System, name string) error {
 	n, ok := r.names[name]
 	delete(r.names, name)
 	r.mu.Unlock()
-	if !ok || !n.alive() {
+	if !ok || !n.alive() || sys.e.Stopped() {
 		return fmt.Errorf("%w: %q", ErrNoName, name)
 	}
 	return nil
@@ -168,16 +180,18 @@ func Unregister(sys *System, name string) error {
 // registry of dead entries whenever the registry has doubled since its last
 // sweep (amortised O(1) per Register), so a running system whose named
 // actors come and go keeps only about twice its live names. A stopped
-// system's ports are all dead (Port.Alive is false once the executor has
-// stopped), so a registry in which a sweep finds no live entry is dropped
-// from the map, with the executor it keeps reachable. Every registry is
-// swept that way each time a system registers its first name (once per
-// system), so the registries of stopped systems do not accumulate as
-// systems are started and stopped: at most those of the systems stopped
-// since the last system that registered its first name are kept, until the
-// next one does. (A Lookup or Unregister on a stopped system removes the
-// entries it finds, which frees the actors they named, but leaves the empty
-// registry, and so the executor, to that sweep.)
+// system has no names (Register refuses it; Lookup and Unregister find
+// nothing), even where its entries hold live ports of other systems, so a
+// sweep drops the registry of a stopped system whole, and a registry of a
+// running system in which it finds no live entry, from the map, with the
+// executor it keeps reachable. Every registry is swept that way each time
+// a system registers its first name (once per system), so the registries
+// of stopped systems do not accumulate as systems are started and stopped:
+// at most those of the systems stopped since the last system that
+// registered its first name are kept, until the next one does. (A Lookup
+// on a stopped system returns before reading its registry; an Unregister
+// removes the entry it names; both leave the registry, and so the
+// executor, to that sweep.)
 //
 // A finalizer-style cleanup (runtime.AddCleanup on the *System) was not
 // chosen: a named actor that holds its *System, which is common, keeps the
@@ -218,17 +232,23 @@ func (n named[M]) msgType() string { return typeName[M]() }
 // typeName is the name of the type M, for error messages ("*pkg.Add").
 func typeName[M any]() string { return reflect.TypeFor[M]().String() }
 
-// sweepAll removes the dead entries of every registry but skip's, and drops
-// the registries left empty (those of stopped systems, among others).
+// sweepAll removes the dead entries of every registry but skip's, all the
+// entries of the registries of stopped systems, and drops the registries
+// left empty.
 func sweepAll(skip *executor.Executor) {
 	registries.Range(func(k, v any) bool {
-		if k == skip {
+		e := k.(*executor.Executor)
+		if e == skip {
 			return true
 		}
 		r := v.(*registry)
 		r.mu.Lock()
 		if !r.dropped {
-			r.sweepLocked()
+			if e.Stopped() {
+				clear(r.names) // a stopped system has no names
+			} else {
+				r.sweepLocked()
+			}
 			if len(r.names) == 0 {
 				r.dropped = true
 				registries.CompareAndDelete(k, r)

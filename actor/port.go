@@ -89,7 +89,9 @@ func Ask[TR, R any, Req executor.RequestPtr[TR, R]](ctx context.Context, to Port
 // bounded mailbox, its overflow policy applies to the Reply too (under
 // Reject or DropNewest, a Reply that finds the mailbox full is lost), so a
 // bounded asker should use DropOldest or leave room for its replies.
-// Errors: the send's errors, and then nothing arrives at replyTo.
+// Errors: ErrNotSpawned for the zero replyTo port (req is not sent: its
+// reply would have nowhere to go); the send's errors. Then nothing arrives
+// at replyTo.
 func AskAsync[TR, R any, Req executor.RequestPtr[TR, R]](to Port[Req], req Req, replyTo Port[*Reply[R]], timeout time.Duration) error {
 	if req == nil {
 		panic("actor: AskAsync with a nil request")

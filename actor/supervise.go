@@ -18,20 +18,31 @@ func (f spawnOption) applySpawn(o *executor.SpawnOptions) { f(o) }
 
 // Budget bounds restarts: at most MaxRestarts within a window of Within,
 // with a pause of MinBackoff before the first restart of a window, doubled
-// for each further one, capped at MaxBackoff. The zero Budget allows 10
-// restarts a minute, with no pause; MaxRestarts < 0 allows any number;
-// MaxBackoff 0 is no cap.
+// for each further one, capped at MaxBackoff. Each field's zero value is
+// its default: MaxRestarts 0 means 10 and Within 0 one minute (so the zero
+// Budget allows 10 restarts a minute), MinBackoff 0 no pause, MaxBackoff 0
+// no cap. MaxRestarts NoRestarts allows none: the first panic terminates
+// the actor (ReasonBudget); any other negative MaxRestarts allows any
+// number. Spawn fails with ErrConfig for a negative duration, or a
+// MaxBackoff other than 0 below MinBackoff.
 type Budget struct {
 	MaxRestarts            int
 	Within                 time.Duration
 	MinBackoff, MaxBackoff time.Duration
 }
 
+// NoRestarts, as Budget.MaxRestarts, allows no restart (MaxRestarts 0 is
+// the default, 10): the first panic terminates the actor, with
+// ReasonBudget, as past any budget.
+const NoRestarts = executor.NoRestarts
+
 // WithRestart restarts the actor when a behaviour panics: the failing
 // message is dropped, reset (which may be nil: the state is kept) runs on
 // the actor's worker to reset its state, its Started hook runs again, and
 // it goes on with every message still queued for it, none lost, after the
-// budget's backoff. Past the budget it terminates (ReasonBudget).
+// budget's backoff. Past the budget it terminates (ReasonBudget). A panic
+// in the Started hook, at the spawn or after a restart, is not restarted:
+// the actor terminates (ReasonPanic; see Starter).
 func WithRestart(reset func(), b Budget) SpawnOption {
 	return spawnOption(func(o *executor.SpawnOptions) {
 		o.OnPanic, o.Reset = executor.Restart, reset
@@ -113,7 +124,9 @@ type Terminated = executor.Terminated
 //	func (a *T) Started()
 //
 // It runs on the actor's worker before its first message, and again after
-// each restart.
+// each restart. A panic in it terminates the actor (ReasonPanic) whatever
+// its spawn options, WithRestart included: a start that failed is not
+// retried, and the messages queued for the actor are undelivered.
 type Starter = executor.Starter
 
 // Stopper is the Stopped hook of an actor type, a method

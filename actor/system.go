@@ -158,8 +158,9 @@ func Start(opts ...Option) (*System, error) {
 // WithResume, WithRestart or a supervisor's decision other than
 // Failure.Stop, goes only to the error handler), and ErrUndelivered with the
 // number of messages that were never delivered: sent to an actor that
-// terminated first, or still queued at the end (not those a bounded mailbox
-// dropped by its overflow policy: see Stats). A clean run returns nil. If a
+// terminated first (the error names the type of one of those), or still
+// queued at the end (not those a bounded mailbox dropped by its overflow
+// policy: see Stats). A clean run returns nil. If a
 // worker is still inside a behaviour when ctx ends, Stop waits up to one
 // second for it, then returns anyway. After Stop, sends return ErrStopped
 // (ErrTerminated for an actor that had terminated before). Stop runs once: callers while it runs wait for it and get its

@@ -43,7 +43,8 @@ type Policy struct {
 	// Grace is how long the cleanup waits for every actor to terminate
 	// before it stops the system by force. 0 means DefaultGrace. The
 	// cleanup returns as soon as the last actor terminates; it waits the
-	// whole grace only when actors are left alive.
+	// whole grace only when actors are left alive (and then up to a second
+	// more, for the probes to take their pills: see NewProbe).
 	Grace time.Duration
 	// AllowAlive accepts actors still alive after the grace (Stop's
 	// ErrActorsAlive). A test that leaves long-lived actors running on
@@ -85,7 +86,10 @@ type Policy struct {
 // including its stack) and fails the test at its end, whether it terminated
 // its actor or supervision handled it (a restart, say). An option actor.WithErrorHandler
 // in opts replaces the logging, not the failure. A test that stops the
-// system itself checks Stop's result itself: the cleanup then does nothing.
+// system itself checks Stop's result itself: the cleanup then checks only
+// the panics, since Stop does not report those that supervision handled;
+// it fails the test if any behaviour or hook panicked, whether or not Stop
+// reported it, unless the policy allows panics.
 func Start(t TB, opts ...actor.Option) *actor.System {
 	t.Helper()
 	return StartWith(t, Policy{}, opts...)
@@ -109,11 +113,22 @@ func StartWith(t TB, p Policy, opts ...actor.Option) *actor.System {
 	if grace <= 0 {
 		grace = DefaultGrace
 	}
+	k := &kit{}
+	kits.Store(sys, k)
 	t.Cleanup(func() {
+		defer kits.Delete(sys)
 		ctx, cancel := context.WithTimeout(context.Background(), grace)
 		defer cancel()
+		k.endProbes(ctx, sys)
 		err := sys.Stop(ctx)
 		if err == actor.ErrStopped { // exactly: the test stopped the system itself
+			// The test checked Stop's result, which holds only the
+			// panics that terminated an actor: those that supervision
+			// handled are checked here, with the others, since the
+			// statistics do not tell them apart.
+			if st, serr := sys.Stats(); serr == nil && !p.AllowPanics && st.Total().Panics > 0 {
+				t.Errorf("actortest: stop: %d behaviours or hooks panicked (logged above; the test stopped the system, and Stop does not report the panics that supervision handled; see Policy.AllowPanics)", st.Total().Panics)
+			}
 			return
 		}
 		reported := false // a panic among Stop's errors

@@ -14,7 +14,8 @@
 // terminate (DefaultGrace at most), then checks what actor.System.Stop
 // reports. By default, each of these fails the test: an actor left alive
 // (send the actors the test spawned a poison pill, such as
-// actor.FinishedMsg, before the test ends; probes terminate themselves),
+// actor.FinishedMsg, before the test ends; probes terminate themselves,
+// after the other actors, so they receive what those send as they end),
 // a behaviour that panicked (also logged, with its stack, when it happens),
 // a message that was never delivered. StartWith takes a Policy that accepts
 // some of them, for tests that need to.

@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"fmt"
 	"runtime/debug"
 	"sync/atomic"
 	"time"
@@ -258,8 +259,13 @@ func Ask[TR, R any, Req RequestPtr[TR, R]](ctx context.Context, to Port[Req], re
 // overflow policy applies to it (refused under Reject: counted in
 // Stats.LateReplies; dropped under DropNewest: counted as dropped).
 //
-// Errors: the send's errors; then nothing is delivered to replyTo.
+// Errors: ErrNotSpawned for the zero replyTo port (the reply would have
+// nowhere to go: req is not sent); the send's errors. Then nothing is
+// delivered to replyTo.
 func AskAsync[TR, R any, Req RequestPtr[TR, R]](to Port[Req], req Req, replyTo Port[*Reply[R]], timeout time.Duration) error {
+	if replyTo.cell == nil && req != nil { // a nil req panics in askLater
+		return fmt.Errorf("%w: AskAsync with the zero replyTo port", ErrNotSpawned)
+	}
 	return askLater(to, req, &askTarget[R]{port: replyTo}, timeout)
 }
 

@@ -58,6 +58,9 @@ func (w *worker) drainBatch() (done bool) {
 					continue
 				}
 				n++
+				if !e.forced.Load() { // set before shutdown: a dead letter (below)
+					e.noteDead(env.msg)
+				}
 				dropped(env.msg, ErrStopped)
 			}
 			if e.forced.Load() {

@@ -191,6 +191,13 @@ type Executor struct {
 	// added to by a worker dropping the rest of its batch (drainBatch,
 	// exit), read by Stop after waitWorkers.
 	undeliver atomic.Int64
+	// deadType is the reflect.Type of a message counted as a dead letter,
+	// the first that noteDead saw: stored once (CompareAndSwap from
+	// empty) by a worker counting a dead letter, read by Stop after
+	// waitWorkers to name it in its ErrUndelivered error. Nothing orders
+	// the two but the workers' exit; a dead letter a stuck worker counts
+	// later is not named.
+	deadType atomic.Value
 
 	gaveUp atomic.Bool // see closed
 
@@ -308,3 +315,8 @@ func (e *Executor) actorGone() {
 
 // live returns the number of live actors.
 func (e *Executor) live() int64 { return e.life.Load() &^ lifeStopped }
+
+// Stopped reports whether Stop has decided that the executor stops (the
+// lifeStopped bit of life, which never clears): from then on Spawn fails
+// with ErrStopped. It is false for a nil or zero Executor.
+func (e *Executor) Stopped() bool { return e != nil && e.life.Load()&lifeStopped != 0 }

@@ -48,7 +48,8 @@ const forcedStopGrace = time.Second
 // ErrUndelivered with the number of messages that were never delivered (sent
 // to actors that had terminated, still queued at the end, or dropped from
 // batches at a forced stop; not those a bounded mailbox dropped by its
-// overflow policy, which Stats counts). Stop returns nil when all is well.
+// overflow policy, which Stats counts), naming the type of one of those
+// sent to terminated actors. Stop returns nil when all is well.
 // After Stop, sends report ErrStopped, except to an actor that had
 // terminated before (ErrTerminated).
 //
@@ -159,6 +160,9 @@ func (e *Executor) runStop(ctx context.Context) error {
 			total, dead, queued, dropped)
 		if stuck > 0 {
 			msg += fmt.Sprintf(", and the rest of a batch of %d messages held by a worker still running a behaviour, dropped when it returns", stuck)
+		}
+		if t := e.deadLetterType(); dead > 0 && t != "" {
+			msg += fmt.Sprintf("; those sent to terminated actors include a %s", t)
 		}
 		errs = append(errs, fmt.Errorf("%w: %s", ErrUndelivered, msg))
 	}

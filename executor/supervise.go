@@ -139,7 +139,10 @@ func reasonOf(bits uint32) Reason {
 // Starter is the optional Started hook of an actor type: it runs on the
 // actor's worker before the actor's first message (promptly after Spawn,
 // even if no message comes) and again before the first message after each
-// restart.
+// restart. A panic (or runtime.Goexit) in it terminates the actor
+// (ReasonPanic) whatever its directive, Restart included: a start that
+// failed is not retried, and the messages queued for the actor are
+// undelivered.
 type Starter interface{ Started() }
 
 // Stopper is the optional Stopped hook of an actor type: it runs on the
@@ -221,13 +224,16 @@ type SpawnOptions struct {
 	Reset func()
 	// MaxRestarts and Within are the restart budget: at most MaxRestarts
 	// restarts within any window of Within (the window starts at the first
-	// restart after the previous window ended). Zero values mean 10 and one
-	// minute; a negative MaxRestarts means no limit.
+	// restart after the previous window ended). Each field's zero value is
+	// its default: MaxRestarts 0 means 10, Within 0 one minute.
+	// NoRestarts allows none (the first panic terminates the actor,
+	// ReasonBudget); any other negative MaxRestarts means no limit.
 	MaxRestarts int
 	Within      time.Duration
 	// MinBackoff is the pause before the first restart of a window, doubled
-	// for each further restart in it, up to MaxBackoff (0: no cap). Zero:
-	// restart at once. While paused the actor's messages wait.
+	// for each further restart in it, up to MaxBackoff (0: no cap; else
+	// not below MinBackoff). Zero: restart at once. While paused the
+	// actor's messages wait.
 	MinBackoff, MaxBackoff time.Duration
 	// Supervisor receives a *Failure per panic for the Escalate directive.
 	// If it cannot be sent to, or the Failure can never be decided (see
@@ -245,6 +251,11 @@ type SpawnOptions struct {
 // MaxMailboxBound is the largest SpawnOptions.MailboxBound.
 const MaxMailboxBound = 1 << 24
 
+// NoRestarts, as SpawnOptions.MaxRestarts, allows no restart: under the
+// Restart directive the first panic terminates the actor (ReasonBudget),
+// as past any other budget. (MaxRestarts 0 is the default budget.)
+const NoRestarts = math.MinInt
+
 func (o *SpawnOptions) validate() error {
 	switch {
 	case o.OnPanic > Escalate:
@@ -255,6 +266,8 @@ func (o *SpawnOptions) validate() error {
 		return fmt.Errorf("%w: SpawnOptions.MailboxBound %d out of [0, %d]", ErrConfig, o.MailboxBound, MaxMailboxBound)
 	case o.Within < 0 || o.MinBackoff < 0 || o.MaxBackoff < 0:
 		return fmt.Errorf("%w: SpawnOptions durations must not be negative", ErrConfig)
+	case o.MaxBackoff > 0 && o.MinBackoff > o.MaxBackoff:
+		return fmt.Errorf("%w: SpawnOptions.MinBackoff %v above MaxBackoff %v", ErrConfig, o.MinBackoff, o.MaxBackoff)
 	case o.OnPanic == Escalate && o.Supervisor.cell == nil:
 		return fmt.Errorf("%w: SpawnOptions.OnPanic Escalate needs a Supervisor port", ErrConfig)
 	}
@@ -334,8 +347,11 @@ func newExt(obj any, o *SpawnOptions, inc uint32, w *worker) *cellExt {
 	if o != nil {
 		x.dir, x.reset, x.supervisor = o.OnPanic, o.Reset, o.Supervisor
 		x.maxRestarts, x.within = o.MaxRestarts, o.Within
-		if x.maxRestarts == 0 {
+		switch x.maxRestarts {
+		case 0:
 			x.maxRestarts = 10
+		case NoRestarts:
+			x.maxRestarts = 0
 		}
 		if x.within == 0 {
 			x.within = time.Minute
@@ -639,6 +655,7 @@ func (w *worker) deliverExt(env *envelope) {
 			return
 		}
 		w.st.DeadLetters++
+		w.e.noteDead(env.msg)
 		dropped(env.msg, ErrTerminated) // a request: tell its requester
 		return
 	}
@@ -648,6 +665,7 @@ func (w *worker) deliverExt(env *envelope) {
 			w.deliverOne(env)
 		} else { // the hook panicked: the actor terminated before env
 			w.st.DeadLetters++
+			w.e.noteDead(env.msg)
 			dropped(env.msg, ErrTerminated)
 		}
 		return
@@ -1070,6 +1088,7 @@ func (t *extTerm) run(w *worker) {
 				for _, env := range q.close() {
 					w.st.private++
 					w.st.DeadLetters++
+					w.e.noteDead(env.msg)
 					dropped(env.msg, ErrTerminated)
 				}
 			}

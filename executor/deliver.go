@@ -129,6 +129,12 @@ func (w *worker) messageDone(env *envelope, ms Allocation) {
 // another goroutine may spawn it again while Release is still returning.
 // After the dead store nothing here reads c or the object except through
 // the copy obj taken before it.
+//
+// A plain actor's first transition is a CAS from its plain alive word: a
+// Watch that extended it meanwhile makes the CAS fail, and the actor then
+// terminates as an extended one (terminateExt), which finishes the watch.
+// A Watch that comes while its Destroy hook runs is finished by endPlain
+// (see watch).
 func (w *worker) terminate(c *Cell, alive uint32, st Allocation) {
 	if c.state.Load()&cellPlain == 0 {
 		w.terminateExt(c, c.ext.Load(), alive, st, reasonNormal)
@@ -136,7 +142,6 @@ func (w *worker) terminate(c *Cell, alive uint32, st Allocation) {
 	}
 	inc := incOf(alive)
 	obj := c.obj
-	w.st.ActorsTerminated++
 	var destroyer Destroyer
 	var releaser Releaser
 	if st == Delete || st == Destroy {
@@ -145,26 +150,23 @@ func (w *worker) terminate(c *Cell, alive uint32, st Allocation) {
 			releaser, _ = obj.(Releaser)
 		}
 	}
-	// The word is swapped, not stored: a Watch may clear cellPlain until
-	// the first swap, which then tells us to finish its watch.
-	if destroyer == nil && releaser == nil {
-		if old := c.state.Swap(inc | cellDead); old&cellPlain == 0 { // no hook: nothing can panic here
-			w.e.watchedLate(c, obj, inc, ReasonNormal, nil)
-		}
+	first := inc | cellDead
+	if destroyer != nil {
+		first = inc | cellEnding | cellEndingPlain
+	}
+	if !c.state.CompareAndSwap(alive, first) {
+		w.terminateExt(c, c.ext.Load(), alive, st, reasonNormal) // a Watch extended it
+		return
+	}
+	w.st.ActorsTerminated++
+	if destroyer == nil && releaser == nil { // no hook: nothing can panic here
 		w.e.actorGone()
 		return
 	}
-	w.ending, w.endingWord, w.endingObj = c, inc|cellEnding, obj // for recovered, if a hook panics
-	watched := false
+	w.ending, w.endingWord, w.endingObj = c, first, obj // for recovered, if a hook panics
 	if destroyer != nil {
-		watched = c.state.Swap(inc|cellEnding)&cellPlain == 0
 		destroyer.Destroy()
-		c.state.Store(inc | cellDead)
-	} else {
-		watched = c.state.Swap(inc|cellDead)&cellPlain == 0
-	}
-	if watched {
-		w.e.watchedLate(c, obj, inc, ReasonNormal, nil)
+		w.e.endPlain(c, obj, inc)
 	}
 	if releaser != nil {
 		releaser.Release()
@@ -203,15 +205,15 @@ func (w *worker) recovered(r any, goexit bool) {
 	hook := ""
 	switch s := c.state.Load(); {
 	case w.ending != nil && w.ending == c:
-		hook = "Release"
-		if s == w.endingWord {
-			hook = "Destroy"
-		}
-		// If Destroy panicked the state is still ending; if Release
-		// panicked it is dead, or already a new incarnation that must not
-		// be touched (the CAS fails then).
+		// If Destroy panicked the state is still ending (a Watch may have
+		// converted its word: see watch); if Release panicked it is dead,
+		// or already a new incarnation that must not be touched.
 		obj = w.endingObj
-		c.state.CompareAndSwap(w.endingWord, w.endingWord-cellEnding+cellDead)
+		hook = "Release"
+		if inc := incOf(w.endingWord); incOf(s) == inc && s&cellKindMask == cellEnding {
+			hook = "Destroy"
+			w.e.endPlain(c, obj, inc)
+		}
 		w.ending, w.endingObj = nil, nil
 		w.e.actorGone()
 		// The panic skipped what follows the termination in drainBatch:
@@ -236,7 +238,13 @@ func (w *worker) recovered(r any, goexit bool) {
 		obj = c.obj
 		pe := &PanicError{Actor: obj, Message: env.msg, Value: r, Goexit: goexit, Stack: stack, Worker: w.id}
 		dropped(env.msg, fmt.Errorf("%w: %w", ErrTerminated, pe)) // a request its receiver panicked on
-		if s&cellPlain == 0 {
+		inc := incOf(env.want)
+		if s&cellPlain != 0 && c.state.CompareAndSwap(s, inc|cellDead|reasonPanic<<cellReasonShift) {
+			w.st.ActorsTerminated++
+			w.e.actorGone()
+		} else {
+			// Extended, or a Watch extended it after our load (the CAS
+			// failed): it terminates as an extended actor (see watch).
 			x := c.ext.Load()
 			w.pendingPanic = pe // a Goexit in a termination hook would skip our recordPanic
 			handled, ended := w.supervise(c, x, env.want, pe)
@@ -252,13 +260,6 @@ func (w *worker) recovered(r any, goexit bool) {
 				}
 				return
 			}
-		} else {
-			inc := incOf(env.want)
-			w.st.ActorsTerminated++
-			if old := c.state.Swap(inc | cellDead | reasonPanic<<cellReasonShift); old&cellPlain == 0 {
-				w.e.watchedLate(c, obj, inc, ReasonPanic, pe)
-			}
-			w.e.actorGone()
 		}
 		w.e.recordPanic(pe)
 		return

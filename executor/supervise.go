@@ -154,7 +154,9 @@ type Stopper interface{ Stopped(why Reason) }
 type Terminated struct {
 	Message
 	// Actor is the terminated actor (the pointer that was spawned), nil
-	// when the watch began after the termination and nothing recorded it.
+	// when nothing recorded it for this watch: the watch began after the
+	// termination, or while it was completing (the watch lost the race
+	// with the actor's dead store), and the actor had no extension.
 	Actor any
 	// Reason is why it terminated.
 	Reason Reason
@@ -1078,8 +1080,8 @@ func (t *extTerm) run(w *worker) {
 			if t.reason != reasonNormal && x.lastPanic != nil {
 				err = x.lastPanic
 			}
+			w.e.unextended(c, x) // before the notices: a watcher told finds nothing left
 			w.e.sup.notices.Add(uint64(x.finish(t.obj, reasonOf(t.reason), err)))
-			w.e.unextended(c, x)
 		case termRelease:
 			if r, ok := t.obj.(Releaser); ok && t.st == Delete {
 				if rv, ok := safeCall(r.Release); !ok {

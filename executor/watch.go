@@ -3,16 +3,6 @@ package executor
 // Death-watch: Watch and WatchChan, and the finishing of an incarnation's
 // watches when it terminates.
 
-// watchedLate finishes the watches of a plain incarnation (inc) of obj
-// that a Watch extended while it was terminating: the terminating worker
-// saw plain clear in the word it swapped out.
-func (e *Executor) watchedLate(c *Cell, obj any, inc uint32, r Reason, err error) {
-	if x := c.ext.Load(); x != nil && x.inc == inc {
-		e.sup.notices.Add(uint64(x.finish(obj, r, err)))
-		e.unextended(c, x)
-	}
-}
-
 // watcher receives one Terminated.
 // notify reports whether the notice was delivered (a watching actor that
 // has terminated gets none).
@@ -76,25 +66,42 @@ func WatchChan[M any](target Port[M]) (<-chan *Terminated, error) {
 	return ch, nil
 }
 
-// watch implements Watch. The exactly-once argument: the watcher is either
-// in x.watchers when the terminating worker calls finish (it saw plain
-// clear, because this CAS or an earlier one cleared it before its swap of
-// the word), or it finds x.done, or it finds the incarnation gone and
-// notifies itself, taking itself out of x.watchers first when its own CAS
-// failed (under x.mu, so finish cannot have notified it unless done is
-// set, which it checks). After a forced Stop has taken the registry
-// (sup.stopped), a watch of a plain actor takes itself out the same way and
-// notifies itself (ReasonStopped): the Stop finishes only what it took.
-// The extension is used only if the word is unchanged after it was loaded,
-// so a watch through an old port never takes, or replaces, a later
-// incarnation's extension.
+// watch implements Watch: it attaches wt to the extension of the
+// incarnation want, then makes sure that somebody will finish that
+// extension (cellExt.finish, which notifies every watcher attached, once,
+// after the actor is dead: its hooks have run and Alive reports false):
+//   - an extended incarnation (alive with cellPlain clear, or ending with a
+//     reason from terminateExt) is finished by its terminating worker, or
+//     by a forced Stop (stopExts), whatever the watch does;
+//   - a plain alive incarnation is extended by the watch: it registers the
+//     extension (for a forced Stop) and clears cellPlain with a CAS, which
+//     makes the terminating worker's CAS from the plain word fail, so that
+//     it terminates the actor as an extended one (terminate);
+//   - a plain incarnation whose Destroy hook runs (ending, reason bits
+//     cellEndingPlain) is converted the same way: the watch clears those
+//     bits with a CAS, which makes the worker's CAS from that word to dead
+//     fail, so that it finishes the extension after its dead store
+//     (endPlain).
+//
+// A watch whose CAS fails because the incarnation moved on detaches
+// (cellExt.detach: out of the watchers and out of the registry, unless the
+// extension was finished meanwhile, which notified it) and looks again;
+// one that finds the incarnation dead, or a later one, notifies itself
+// (watchGone). After a forced Stop has closed the executor, or taken the
+// registry (sup.stopped), a watch notifies itself (ReasonStopped): the
+// Stop finishes only what it took. The extension is used only if the word
+// is unchanged after it was loaded, so a watch through an old port never
+// takes, or replaces, a later incarnation's extension; an extension whose
+// inc is the current incarnation's is never replaced while it lives or
+// ends.
 func watch(c *Cell, want uint32, wt watcher) {
 	for {
 		s := c.state.Load()
 		if testHookWatch != nil {
 			testHookWatch()
 		}
-		if s|cellPlain != want {
+		alive := s|cellPlain == want
+		if !alive && (incOf(s) != incOf(want) || s&cellKindMask != cellEnding) {
 			watchGone(c, want, s, wt)
 			return
 		}
@@ -120,46 +127,64 @@ func watch(c *Cell, want uint32, wt watcher) {
 			}
 			x = nx
 		}
-		x.mu.Lock()
-		if x.done {
-			r, err, obj := x.reason, x.err, x.obj
-			x.mu.Unlock()
-			if wt.notify(&Terminated{Actor: obj, Reason: r, Err: err}) {
+		if t := x.attach(wt); t != nil {
+			if wt.notify(t) {
 				e.sup.notices.Add(1)
 			}
 			return
 		}
-		x.watchers = append(x.watchers, wt)
-		x.mu.Unlock()
-		if s&cellPlain == 0 {
-			return // already extended: the terminating worker will finish x
-		}
-		e.sup.mu.Lock()
-		stopped := e.sup.stopped
-		if !stopped {
-			if e.sup.exts == nil {
-				e.sup.exts = make(map[*Cell]*cellExt)
+		var extended uint32 // the word once a watch has extended the incarnation
+		switch {
+		case alive && s&cellPlain != 0:
+			extended = s &^ cellPlain
+			if !e.registerWatched(c, x) {
+				// A forced Stop has finished the extended actors already.
+				if x.detach(e, c, wt) && wt.notify(&Terminated{Reason: ReasonStopped, Err: ErrStopped}) {
+					e.sup.notices.Add(1)
+				}
+				return
 			}
-			e.sup.exts[c] = x
+		case !alive && s&cellReasonMask == cellEndingPlain:
+			extended = s &^ cellReasonMask
+		default:
+			return // extended already: see above
 		}
-		e.sup.mu.Unlock()
-		if !stopped && c.state.CompareAndSwap(s, s&^cellPlain) {
-			return
+		if testHookWatchExtend != nil {
+			testHookWatchExtend()
 		}
-		if !x.unwatch(wt) {
+		if c.state.CompareAndSwap(s, extended) || c.state.Load() == extended {
+			return // extended, by this watch or by one that attached to x before it
+		}
+		if !x.detach(e, c, wt) {
 			return // finished after all: it was notified
 		}
-		if stopped {
-			// A forced Stop has finished the extended actors already.
-			if wt.notify(&Terminated{Reason: ReasonStopped, Err: ErrStopped}) {
-				e.sup.notices.Add(1)
-			}
-			return
-		}
-		if incOf(c.state.Load()) != incOf(want) {
-			e.unextended(c, x) // want's incarnation has ended: nothing else registers x
-		}
 	}
+}
+
+// attach adds wt to x's watchers and returns nil; if x is finished it
+// leaves them alone and returns wt's notice instead, for the caller to
+// send.
+func (x *cellExt) attach(wt watcher) *Terminated {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.done {
+		return &Terminated{Actor: x.obj, Reason: x.reason, Err: x.err}
+	}
+	x.watchers = append(x.watchers, wt)
+	return nil
+}
+
+// detach undoes a watch that lost its race with its incarnation's
+// termination: it takes wt out of x's watchers and x out of e's registry
+// (x's incarnation no longer lives, so nothing needs it registered; the
+// terminating worker unregisters only what it finishes). It reports
+// false, leaving both alone, if x is finished (wt was notified).
+func (x *cellExt) detach(e *Executor, c *Cell, wt watcher) bool {
+	if !x.unwatch(wt) {
+		return false
+	}
+	e.unextended(c, x)
+	return true
 }
 
 // unwatch takes wt out of x's watchers; it reports false, leaving them
@@ -179,15 +204,59 @@ func (x *cellExt) unwatch(wt watcher) bool {
 	return true
 }
 
+// registerWatched adds x, the extension a watch made for the plain actor c, to
+// e's registry of extended actors, so that a forced Stop finishes it; it
+// reports false, registering nothing, if a forced Stop has taken the
+// registry already.
+func (e *Executor) registerWatched(c *Cell, x *cellExt) bool {
+	e.sup.mu.Lock()
+	defer e.sup.mu.Unlock()
+	if e.sup.stopped {
+		return false
+	}
+	if e.sup.exts == nil {
+		e.sup.exts = make(map[*Cell]*cellExt)
+	}
+	e.sup.exts[c] = x
+	return true
+}
+
+// endPlain takes a plain incarnation (inc) of obj from ending, whose
+// Destroy hook has returned or panicked, to dead. If a watch converted the
+// ending word meanwhile (see watch), it finishes the watch's extension
+// after the dead store: the word is ending until that store, so no spawn
+// can have replaced the extension it loads before it.
+func (e *Executor) endPlain(c *Cell, obj any, inc uint32) {
+	if c.state.CompareAndSwap(inc|cellEnding|cellEndingPlain, inc|cellDead) {
+		return
+	}
+	x := c.ext.Load()
+	c.state.Store(inc | cellDead)
+	if x != nil && x.inc == inc {
+		e.unextended(c, x)
+		e.sup.notices.Add(uint64(x.finish(obj, ReasonNormal, nil)))
+	}
+}
+
+// cellEndingPlain, in the reason bits of an ending word, marks a plain
+// incarnation whose Destroy hook runs (terminate) and that no watch has
+// extended yet (see watch); no reason has this value, and the dead word
+// that follows holds reasonNormal.
+const cellEndingPlain = cellReasonMask
+
 // testHookWatch, if set, is called by watch after each load of the word:
 // a test ends and re-spawns the incarnation there.
 var testHookWatch func()
+
+// testHookWatchExtend, if set, is called by watch before its CAS that
+// extends a plain actor: a test terminates the actor there.
+var testHookWatchExtend func()
 
 // watchGone notifies a watch that began after its incarnation (want)
 // ended; s is the state word seen.
 func watchGone(c *Cell, want, s uint32, wt watcher) {
 	t := &Terminated{Reason: ReasonUnknown}
-	if incOf(s) == incOf(want) && (s&cellKindMask == cellEnding || s&cellKindMask == cellDead) {
+	if incOf(s) == incOf(want) && s&cellKindMask == cellDead {
 		t.Reason = reasonOf(s & cellReasonMask >> cellReasonShift)
 		if x := c.ext.Load(); x != nil && x.inc == incOf(want) {
 			x.mu.Lock()

@@ -168,12 +168,12 @@ type Terminated struct {
 // Failure is what an actor with the Escalate directive sends its
 // supervisor when a behaviour panics. The actor is suspended (its messages
 // wait, in order) until the supervisor decides with exactly one of Resume,
-// Restart or Stop; an undecided failure keeps the actor suspended. A
-// Failure that no supervisor can decide terminates the actor (ReasonPanic),
-// as Stop would: one that the supervisor's bounded mailbox drops
-// (DropNewest, DropOldest), one still queued when the supervisor
-// terminates, and one whose receiving behaviour terminates its supervisor
-// (returns Delete, Destroy or Finished, or panics) without deciding.
+// Restart or Stop; a failure the supervisor keeps undecided keeps the
+// actor suspended while the supervisor lives. A Failure that no supervisor
+// can decide terminates the actor (ReasonPanic), as Stop would: one that
+// the supervisor's bounded mailbox drops (DropNewest, DropOldest), and one
+// not decided when the supervisor terminates, for any reason, whether it
+// was still queued or had been received.
 type Failure struct {
 	Message
 	// Err holds the actor, the message it failed on (dropped), the
@@ -184,6 +184,12 @@ type Failure struct {
 	want    uint32
 	seq     uint32
 	decided atomic.Bool // set by the first decision (CAS)
+	// sx is the supervisor's extension that the Failure watches (see
+	// notify), nil if the watch was notified at once. Written by the
+	// escalating worker before the send that publishes the Failure; read
+	// by decide, which only its receivers and the executor dropping it
+	// call, after that send.
+	sx *cellExt
 }
 
 // Resume lets the actor go on with its state. Errors: ErrReplied (already
@@ -209,7 +215,23 @@ func (f *Failure) decide(d Directive) error {
 	if !f.decided.CompareAndSwap(false, true) {
 		return ErrReplied
 	}
+	if f.sx != nil {
+		f.sx.unwatch(f) // the supervisor's end no longer concerns it
+	}
 	return sendControl(f.cell, f.want, &control{op: opDecide, dir: d, seq: f.seq})
+}
+
+// notify decides Terminate for a Failure whose supervisor has terminated
+// (the Failure watches it: see supervise), unless a decision came first.
+// It runs in the supervisor's termination (or in the escalation itself, if
+// the supervisor is gone already), which may come before the escalating
+// worker has written sx: it does not read it (finish has taken the
+// watchers anyway). It reports false: the notice is not a message.
+func (f *Failure) notify(*Terminated) bool {
+	if f.decided.CompareAndSwap(false, true) {
+		_ = sendControl(f.cell, f.want, &control{op: opDecide, dir: Terminate, seq: f.seq})
+	}
+	return false
 }
 
 // SpawnOptions are an actor's failure handling and flow control, chosen at
@@ -885,7 +907,15 @@ func (w *worker) supervise(c *Cell, x *cellExt, want uint32, pe *PanicError) (ha
 		w.st.Escalations++
 		seq := w.suspend(c, x, want, 0)
 		f := &Failure{Err: pe, cell: c, want: want, seq: seq}
-		if x.supervisor.Send(f) != nil {
+		// The supervisor's termination decides f if nothing did before
+		// (Failure.notify); the watch begins before the send that
+		// publishes f, so that no decision can miss sx.
+		sp := x.supervisor
+		f.sx = watch(sp.cell, sp.want, f)
+		if sp.Send(f) != nil {
+			if f.sx != nil {
+				f.sx.unwatch(f)
+			}
 			w.terminateExt(c, x, want, Finished, reasonPanic) // nobody to decide
 			return true, true
 		}

@@ -67,7 +67,7 @@ func WatchChan[M any](target Port[M]) (<-chan *Terminated, error) {
 }
 
 // watch implements Watch: it attaches wt to the extension of the
-// incarnation want, then makes sure that somebody will finish that
+// incarnation want and makes sure that somebody will finish that
 // extension (cellExt.finish, which notifies every watcher attached, once,
 // after the actor is dead: its hooks have run and Alive reports false):
 //   - an extended incarnation (alive with cellPlain clear, or ending with a
@@ -87,14 +87,15 @@ func WatchChan[M any](target Port[M]) (<-chan *Terminated, error) {
 // (cellExt.detach: out of the watchers and out of the registry, unless the
 // extension was finished meanwhile, which notified it) and looks again;
 // one that finds the incarnation dead, or a later one, notifies itself
-// (watchGone). After a forced Stop has closed the executor, or taken the
+// (watchGone). It returns the extension wt is attached to, or nil if wt
+// was notified, or is being, by the time it returns. After a forced Stop has closed the executor, or taken the
 // registry (sup.stopped), a watch notifies itself (ReasonStopped): the
 // Stop finishes only what it took. The extension is used only if the word
 // is unchanged after it was loaded, so a watch through an old port never
 // takes, or replaces, a later incarnation's extension; an extension whose
 // inc is the current incarnation's is never replaced while it lives or
 // ends.
-func watch(c *Cell, want uint32, wt watcher) {
+func watch(c *Cell, want uint32, wt watcher) *cellExt {
 	for {
 		s := c.state.Load()
 		if testHookWatch != nil {
@@ -103,14 +104,14 @@ func watch(c *Cell, want uint32, wt watcher) {
 		alive := s|cellPlain == want
 		if !alive && (incOf(s) != incOf(want) || s&cellKindMask != cellEnding) {
 			watchGone(c, want, s, wt)
-			return
+			return nil
 		}
 		e := c.executor()
 		if e.closed.Load() {
 			if wt.notify(&Terminated{Reason: ReasonStopped, Err: ErrStopped}) {
 				e.sup.notices.Add(1)
 			}
-			return
+			return nil
 		}
 		x := c.ext.Load()
 		if c.state.Load() != s {
@@ -131,7 +132,7 @@ func watch(c *Cell, want uint32, wt watcher) {
 			if wt.notify(t) {
 				e.sup.notices.Add(1)
 			}
-			return
+			return nil
 		}
 		var extended uint32 // the word once a watch has extended the incarnation
 		switch {
@@ -142,21 +143,21 @@ func watch(c *Cell, want uint32, wt watcher) {
 				if x.detach(e, c, wt) && wt.notify(&Terminated{Reason: ReasonStopped, Err: ErrStopped}) {
 					e.sup.notices.Add(1)
 				}
-				return
+				return nil
 			}
 		case !alive && s&cellReasonMask == cellEndingPlain:
 			extended = s &^ cellReasonMask
 		default:
-			return // extended already: see above
+			return x // extended already: see above
 		}
 		if testHookWatchExtend != nil {
 			testHookWatchExtend()
 		}
 		if c.state.CompareAndSwap(s, extended) || c.state.Load() == extended {
-			return // extended, by this watch or by one that attached to x before it
+			return x // extended, by this watch or by one that attached to x before it
 		}
 		if !x.detach(e, c, wt) {
-			return // finished after all: it was notified
+			return nil // finished after all: it was notified
 		}
 	}
 }

@@ -22,6 +22,16 @@ import (
 // worker only reads its own record, which its behaviour left at Nodelete.
 // Only the last receiver may set Delete or Destroy; a message delivered to
 // several actors at once (a broadcast) must not be given either.
+//
+// A request is the one message the executor itself completes after its
+// behaviour: when the behaviour terminates its actor or panics without
+// replying, the worker fails it (ErrTerminated), since nobody else will
+// answer it. A request forwarded through a port (Port.Send, SendContext)
+// is known to have moved: the send marks the delivery (msgForwarded, see
+// handedOver) and the worker then neither fails the request nor applies
+// a status to it. A request forwarded with the function Send is not seen:
+// telling it would cost every static send; the executor treats it as one
+// the behaviour kept.
 
 // drain delivers every envelope of the batch, recovering from panics.
 func (w *worker) drain() {
@@ -85,7 +95,7 @@ func (w *worker) drainBatch() (done bool) {
 		}
 		if status != Nodelete {
 			w.terminate(c, env.want, status)
-			if w.mayBeRequest(env.msg) {
+			if w.msgStatus&msgForwarded == 0 && w.mayBeRequest(env.msg) {
 				dropped(env.msg, ErrTerminated) // a request its receiver did not answer
 			}
 		}
@@ -94,6 +104,26 @@ func (w *worker) drainBatch() (done bool) {
 			w.messageDone(env, ms)
 			w.msgStatus = Nodelete // a message hook cannot set a status for the next delivery
 		}
+	}
+}
+
+// msgForwarded is set in msgStatus, beside the status, when the behaviour
+// sends the request it is receiving on through a port (handedOver): the
+// request has moved, and nothing here touches it after the behaviour (no
+// failure, no status applied: messageDone sees no Delete or Destroy).
+const msgForwarded Allocation = 1 << 7
+
+// handedOver marks the delivery running on this goroutine, if any, as
+// forwarded (msgForwarded) when msg is the message it delivers: sendSlow
+// calls it after a request's successful send through its port. It
+// compares pointers only: it reads nothing of msg.
+func handedOver(msg any) {
+	w := runningWorker()
+	if w == nil {
+		return
+	}
+	if env := w.delivering(); env != nil && env.msg != nil && erased.Data(env.msg) == erased.Data(msg) {
+		w.msgStatus |= msgForwarded
 	}
 }
 
@@ -193,7 +223,7 @@ func (w *worker) recovered(r any, goexit bool) {
 		// drainBatch or deliverOne is skipped: a request the behaviour
 		// did not answer is failed here, and the message's hooks run.
 		w.termGoexit = false
-		if w.mayBeRequest(env.msg) {
+		if ms&msgForwarded == 0 && w.mayBeRequest(env.msg) {
 			dropped(env.msg, ErrTerminated)
 		}
 		w.skippedMessageDone(env, ms)
@@ -219,7 +249,7 @@ func (w *worker) recovered(r any, goexit bool) {
 		// The panic skipped what follows the termination in drainBatch:
 		// a request the behaviour did not answer is failed here, and the
 		// message's hooks run.
-		if w.mayBeRequest(env.msg) {
+		if ms&msgForwarded == 0 && w.mayBeRequest(env.msg) {
 			dropped(env.msg, ErrTerminated)
 		}
 		defer w.skippedMessageDone(env, ms) // after this panic is recorded
@@ -237,7 +267,9 @@ func (w *worker) recovered(r any, goexit bool) {
 		// this worker can end it, so obj is stable until the dead store.
 		obj = c.obj
 		pe := &PanicError{Actor: obj, Message: env.msg, Value: r, Goexit: goexit, Stack: stack, Worker: w.id}
-		dropped(env.msg, fmt.Errorf("%w: %w", ErrTerminated, pe)) // a request its receiver panicked on
+		if ms&msgForwarded == 0 {
+			dropped(env.msg, fmt.Errorf("%w: %w", ErrTerminated, pe)) // a request its receiver panicked on
+		}
 		inc := incOf(env.want)
 		if s&cellPlain != 0 && c.state.CompareAndSwap(s, inc|cellDead|reasonPanic<<cellReasonShift) {
 			w.st.ActorsTerminated++
@@ -298,7 +330,7 @@ func (m *Message) SetAllocation(a Allocation) {
 	if w == nil || !w.delivering().holds(unsafe.Pointer(m)) {
 		panic("actor: SetAllocation called outside the behaviour receiving the message")
 	}
-	w.msgStatus = a
+	w.msgStatus = a | w.msgStatus&msgForwarded
 }
 
 // Allocation returns the status the running behaviour set for the message
@@ -308,7 +340,7 @@ func (m *Message) Allocation() Allocation {
 	if w == nil || !w.delivering().holds(unsafe.Pointer(m)) {
 		return Nodelete
 	}
-	return w.msgStatus
+	return w.msgStatus &^ msgForwarded
 }
 
 // holds reports whether p points into the message of env (nil env: false).

@@ -723,7 +723,7 @@ func (w *worker) deliverOne(env *envelope) {
 	status := env.call()
 	if status != Nodelete {
 		w.terminate(env.cell, env.want, status)
-		if w.mayBeRequest(env.msg) {
+		if w.msgStatus&msgForwarded == 0 && w.mayBeRequest(env.msg) {
 			dropped(env.msg, ErrTerminated) // a request its receiver did not answer
 		}
 	}
@@ -911,7 +911,7 @@ func (w *worker) supervise(c *Cell, x *cellExt, want uint32, pe *PanicError) (ha
 		// (Failure.notify); the watch begins before the send that
 		// publishes f, so that no decision can miss sx.
 		sp := x.supervisor
-		f.sx = watch(sp.cell, sp.want, f)
+		f.sx = watch(sp.cell, sp.word(), f)
 		if sp.Send(f) != nil {
 			if f.sx != nil {
 				f.sx.unwatch(f)

@@ -51,7 +51,7 @@ func Watch[M any](target Port[M], notify Port[*Terminated]) error {
 	if err := portErr(notify.cell, notify.want); err != nil {
 		return err
 	}
-	watch(target.cell, target.want, portWatcher{notify})
+	watch(target.cell, target.word(), portWatcher{notify})
 	return nil
 }
 
@@ -62,7 +62,7 @@ func WatchChan[M any](target Port[M]) (<-chan *Terminated, error) {
 		return nil, ErrNotSpawned
 	}
 	ch := make(chan *Terminated, 1)
-	watch(target.cell, target.want, chanWatcher(ch))
+	watch(target.cell, target.word(), chanWatcher(ch))
 	return ch, nil
 }
 

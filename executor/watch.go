@@ -87,14 +87,16 @@ func WatchChan[M any](target Port[M]) (<-chan *Terminated, error) {
 // (cellExt.detach: out of the watchers and out of the registry, unless the
 // extension was finished meanwhile, which notified it) and looks again;
 // one that finds the incarnation dead, or a later one, notifies itself
-// (watchGone). It returns the extension wt is attached to, or nil if wt
-// was notified, or is being, by the time it returns. After a forced Stop has closed the executor, or taken the
+// (watchGone). After a forced Stop has closed the executor, or taken the
 // registry (sup.stopped), a watch notifies itself (ReasonStopped): the
 // Stop finishes only what it took. The extension is used only if the word
 // is unchanged after it was loaded, so a watch through an old port never
 // takes, or replaces, a later incarnation's extension; an extension whose
 // inc is the current incarnation's is never replaced while it lives or
 // ends.
+//
+// watch returns the extension wt is attached to, or nil if wt was
+// notified, or is being, by the time it returns.
 func watch(c *Cell, want uint32, wt watcher) *cellExt {
 	for {
 		s := c.state.Load()

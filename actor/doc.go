@@ -184,7 +184,14 @@
 // sending it on (forwarding) hands it over again, to the next receiver,
 // which may be running on another worker at once: after forwarding, neither
 // the behaviour nor the executor touches it. So a message can travel a
-// pipeline of actors with no copy and no lock.
+// pipeline of actors with no copy and no lock. A request is the one message
+// the executor completes by itself: when the behaviour receiving it ends
+// its actor or panics without answering it, the requester gets
+// ErrTerminated. A request forwarded through a Port (Send, SendContext) is
+// the next receiver's to answer, whatever the forwarding behaviour does
+// next; one forwarded with the function Send is not seen as forwarded, and
+// is failed so if its forwarding behaviour then ends its actor or panics:
+// forward requests through a port.
 //
 // SetAllocation, called by the behaviour receiving the message (and only
 // there: elsewhere it panics), says what the executor does with the message
@@ -193,9 +200,10 @@
 // Nodelete nothing. The status belongs to that one delivery; it is not
 // stored in the message, so the next delivery starts at Nodelete. The
 // executor reads nothing of the message after its behaviour returns unless
-// that behaviour set Delete or Destroy. Hence: only the last receiver of a
-// forwarded message may set Delete or Destroy, and a message sent to
-// several actors at once (shared, read-only) must never be given either.
+// that behaviour set Delete or Destroy, or the message is a request failed
+// as above. Hence: only the last receiver of a forwarded message may set
+// Delete or Destroy, and a message sent to several actors at once (shared,
+// read-only) must never be given either.
 //
 // A behaviour receives exactly the actor pointer its sender named. An actor
 // type may embed another actor type; the spawned object is the outer one,

@@ -66,7 +66,8 @@ type Reply[R any] = executor.Reply[R]
 //
 // Errors: the send's errors (ErrNotSpawned, ErrTerminated, ErrStopped);
 // ErrTerminated if the actor terminates, or panics, before the request is
-// delivered or in the behaviour that receives it, without replying;
+// delivered or in the behaviour that receives it, without replying or
+// forwarding it through a port (see "Message lifetime");
 // ErrStopped if its system stops before the request is delivered; ctx.Err()
 // if ctx ends first. A reply that comes after the asker gave up is counted
 // (Stats.LateReplies) and dropped. A behaviour may keep a request and reply

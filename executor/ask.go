@@ -194,7 +194,8 @@ const askSpins = 2000
 //
 // Errors: the send's errors (ErrNotSpawned, ErrTerminated, ErrStopped);
 // ErrTerminated if the actor terminates (or panics) before the request is
-// delivered, or in the behaviour that receives it, without replying;
+// delivered, or in the behaviour that receives it, without replying or
+// forwarding it through a port (see "Message lifetime" in deliver.go);
 // ErrStopped if its system stops before the request is delivered; ctx.Err()
 // if ctx ends first (a reply after that is counted as late and dropped). A
 // request that a behaviour keeps, to reply later, is ended only by its

@@ -69,9 +69,11 @@ type Releaser interface{ Release() }
 // comparison, and a delivery to an extended one (plain clear) fails it and
 // takes the slow path, which accepts the word with plain set back. Watch
 // clears plain with a CAS while the actor lives; the terminating worker
-// swaps the word, so it learns whether a watcher came in. While ending or
-// dead, bits 3-4 hold the reason of the termination (reasonNormal,
-// reasonPanic, reasonBudget).
+// leaves the plain word by a CAS, so it learns whether a watcher came in.
+// While ending or dead, bits 3-4 hold the reason of the termination
+// (reasonNormal, reasonPanic, reasonBudget), or, while a plain actor's
+// Destroy hook runs, cellEndingPlain, which a Watch clears the same way
+// (see watch).
 const (
 	cellNew uint32 = iota
 	cellSpawning
@@ -95,10 +97,10 @@ func incOf(st uint32) uint32 { return st &^ (cellIncarnOne - 1) }
 type Cell struct {
 	// state is the state word above. Written by Spawn (CAS to spawning,
 	// then store alive, or store back on ErrStopped), by Watch (a CAS that
-	// clears cellPlain while alive) and by the worker that terminates the
-	// actor (ending, then dead: swaps for plain actors, which report a
-	// concurrent Watch's CAS; a CAS from ending to dead after a hook
-	// panicked); read by every sender and by the worker before each
+	// clears cellPlain while alive, or cellEndingPlain while ending) and by
+	// the worker that terminates the actor (ending, then dead: CASes from
+	// a plain actor's words, which fail after a concurrent Watch's CAS);
+	// read by every sender and by the worker before each
 	// delivery. A sender stamps the word it saw (alive, incarnation i) into
 	// the envelope, and delivery requires the word to be exactly that: an
 	// envelope sent to an earlier incarnation is a dead letter, even if the

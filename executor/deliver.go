@@ -22,6 +22,16 @@ import (
 // worker only reads its own record, which its behaviour left at Nodelete.
 // Only the last receiver may set Delete or Destroy; a message delivered to
 // several actors at once (a broadcast) must not be given either.
+//
+// A request is the one message the executor itself completes after its
+// behaviour: when the behaviour terminates its actor or panics without
+// replying, the worker fails it (ErrTerminated), since nobody else will
+// answer it. A request forwarded through a port (Port.Send, SendContext)
+// is known to have moved: the send marks the delivery (msgForwarded, see
+// handedOver) and the worker then neither fails the request nor applies
+// a status to it. A request forwarded with the function Send is not seen:
+// telling it would cost every static send; the executor treats it as one
+// the behaviour kept.
 
 // drain delivers every envelope of the batch, recovering from panics.
 func (w *worker) drain() {
@@ -88,7 +98,7 @@ func (w *worker) drainBatch() (done bool) {
 		}
 		if status != Nodelete {
 			w.terminate(c, env.want, status)
-			if w.mayBeRequest(env.msg) {
+			if w.msgStatus&msgForwarded == 0 && w.mayBeRequest(env.msg) {
 				dropped(env.msg, ErrTerminated) // a request its receiver did not answer
 			}
 		}
@@ -97,6 +107,26 @@ func (w *worker) drainBatch() (done bool) {
 			w.messageDone(env, ms)
 			w.msgStatus = Nodelete // a message hook cannot set a status for the next delivery
 		}
+	}
+}
+
+// msgForwarded is set in msgStatus, beside the status, when the behaviour
+// sends the request it is receiving on through a port (handedOver): the
+// request has moved, and nothing here touches it after the behaviour (no
+// failure, no status applied: messageDone sees no Delete or Destroy).
+const msgForwarded Allocation = 1 << 7
+
+// handedOver marks the delivery running on this goroutine, if any, as
+// forwarded (msgForwarded) when msg is the message it delivers: sendSlow
+// calls it after a request's successful send through its port. It
+// compares pointers only: it reads nothing of msg.
+func handedOver(msg any) {
+	w := runningWorker()
+	if w == nil {
+		return
+	}
+	if env := w.delivering(); env != nil && env.msg != nil && erased.Data(env.msg) == erased.Data(msg) {
+		w.msgStatus |= msgForwarded
 	}
 }
 
@@ -132,6 +162,12 @@ func (w *worker) messageDone(env *envelope, ms Allocation) {
 // another goroutine may spawn it again while Release is still returning.
 // After the dead store nothing here reads c or the object except through
 // the copy obj taken before it.
+//
+// A plain actor's first transition is a CAS from its plain alive word: a
+// Watch that extended it meanwhile makes the CAS fail, and the actor then
+// terminates as an extended one (terminateExt), which finishes the watch.
+// A Watch that comes while its Destroy hook runs is finished by endPlain
+// (see watch).
 func (w *worker) terminate(c *Cell, alive uint32, st Allocation) {
 	if c.state.Load()&cellPlain == 0 {
 		w.terminateExt(c, c.ext.Load(), alive, st, reasonNormal)
@@ -139,7 +175,6 @@ func (w *worker) terminate(c *Cell, alive uint32, st Allocation) {
 	}
 	inc := incOf(alive)
 	obj := c.obj
-	w.st.ActorsTerminated++
 	var destroyer Destroyer
 	var releaser Releaser
 	if st == Delete || st == Destroy {
@@ -148,26 +183,23 @@ func (w *worker) terminate(c *Cell, alive uint32, st Allocation) {
 			releaser, _ = obj.(Releaser)
 		}
 	}
-	// The word is swapped, not stored: a Watch may clear cellPlain until
-	// the first swap, which then tells us to finish its watch.
-	if destroyer == nil && releaser == nil {
-		if old := c.state.Swap(inc | cellDead); old&cellPlain == 0 { // no hook: nothing can panic here
-			w.e.watchedLate(c, obj, inc, ReasonNormal, nil)
-		}
+	first := inc | cellDead
+	if destroyer != nil {
+		first = inc | cellEnding | cellEndingPlain
+	}
+	if !c.state.CompareAndSwap(alive, first) {
+		w.terminateExt(c, c.ext.Load(), alive, st, reasonNormal) // a Watch extended it
+		return
+	}
+	w.st.ActorsTerminated++
+	if destroyer == nil && releaser == nil { // no hook: nothing can panic here
 		w.e.actorGone()
 		return
 	}
-	w.ending, w.endingWord, w.endingObj = c, inc|cellEnding, obj // for recovered, if a hook panics
-	watched := false
+	w.ending, w.endingWord, w.endingObj = c, first, obj // for recovered, if a hook panics
 	if destroyer != nil {
-		watched = c.state.Swap(inc|cellEnding)&cellPlain == 0
 		destroyer.Destroy()
-		c.state.Store(inc | cellDead)
-	} else {
-		watched = c.state.Swap(inc|cellDead)&cellPlain == 0
-	}
-	if watched {
-		w.e.watchedLate(c, obj, inc, ReasonNormal, nil)
+		w.e.endPlain(c, obj, inc)
 	}
 	if releaser != nil {
 		releaser.Release()
@@ -194,7 +226,7 @@ func (w *worker) recovered(r any, goexit bool) {
 		// drainBatch or deliverOne is skipped: a request the behaviour
 		// did not answer is failed here, and the message's hooks run.
 		w.termGoexit = false
-		if w.mayBeRequest(env.msg) {
+		if ms&msgForwarded == 0 && w.mayBeRequest(env.msg) {
 			dropped(env.msg, ErrTerminated)
 		}
 		w.skippedMessageDone(env, ms)
@@ -206,21 +238,21 @@ func (w *worker) recovered(r any, goexit bool) {
 	hook := ""
 	switch s := c.state.Load(); {
 	case w.ending != nil && w.ending == c:
-		hook = "Release"
-		if s == w.endingWord {
-			hook = "Destroy"
-		}
-		// If Destroy panicked the state is still ending; if Release
-		// panicked it is dead, or already a new incarnation that must not
-		// be touched (the CAS fails then).
+		// If Destroy panicked the state is still ending (a Watch may have
+		// converted its word: see watch); if Release panicked it is dead,
+		// or already a new incarnation that must not be touched.
 		obj = w.endingObj
-		c.state.CompareAndSwap(w.endingWord, w.endingWord-cellEnding+cellDead)
+		hook = "Release"
+		if inc := incOf(w.endingWord); incOf(s) == inc && s&cellKindMask == cellEnding {
+			hook = "Destroy"
+			w.e.endPlain(c, obj, inc)
+		}
 		w.ending, w.endingObj = nil, nil
 		w.e.actorGone()
 		// The panic skipped what follows the termination in drainBatch:
 		// a request the behaviour did not answer is failed here, and the
 		// message's hooks run.
-		if w.mayBeRequest(env.msg) {
+		if ms&msgForwarded == 0 && w.mayBeRequest(env.msg) {
 			dropped(env.msg, ErrTerminated)
 		}
 		defer w.skippedMessageDone(env, ms) // after this panic is recorded
@@ -238,8 +270,16 @@ func (w *worker) recovered(r any, goexit bool) {
 		// this worker can end it, so obj is stable until the dead store.
 		obj = c.obj
 		pe := &PanicError{Actor: obj, Message: env.msg, Value: r, Goexit: goexit, Stack: stack, Worker: w.id}
-		dropped(env.msg, fmt.Errorf("%w: %w", ErrTerminated, pe)) // a request its receiver panicked on
-		if s&cellPlain == 0 {
+		if ms&msgForwarded == 0 {
+			dropped(env.msg, fmt.Errorf("%w: %w", ErrTerminated, pe)) // a request its receiver panicked on
+		}
+		inc := incOf(env.want)
+		if s&cellPlain != 0 && c.state.CompareAndSwap(s, inc|cellDead|reasonPanic<<cellReasonShift) {
+			w.st.ActorsTerminated++
+			w.e.actorGone()
+		} else {
+			// Extended, or a Watch extended it after our load (the CAS
+			// failed): it terminates as an extended actor (see watch).
 			x := c.ext.Load()
 			w.pendingPanic = pe // a Goexit in a termination hook would skip our recordPanic
 			handled, ended := w.supervise(c, x, env.want, pe)
@@ -255,13 +295,6 @@ func (w *worker) recovered(r any, goexit bool) {
 				}
 				return
 			}
-		} else {
-			inc := incOf(env.want)
-			w.st.ActorsTerminated++
-			if old := c.state.Swap(inc | cellDead | reasonPanic<<cellReasonShift); old&cellPlain == 0 {
-				w.e.watchedLate(c, obj, inc, ReasonPanic, pe)
-			}
-			w.e.actorGone()
 		}
 		w.e.recordPanic(pe)
 		return
@@ -300,7 +333,7 @@ func (m *Message) SetAllocation(a Allocation) {
 	if w == nil || !w.delivering().holds(unsafe.Pointer(m)) {
 		panic("actor: SetAllocation called outside the behaviour receiving the message")
 	}
-	w.msgStatus = a
+	w.msgStatus = a | w.msgStatus&msgForwarded
 }
 
 // Allocation returns the status the running behaviour set for the message
@@ -310,7 +343,7 @@ func (m *Message) Allocation() Allocation {
 	if w == nil || !w.delivering().holds(unsafe.Pointer(m)) {
 		return Nodelete
 	}
-	return w.msgStatus
+	return w.msgStatus &^ msgForwarded
 }
 
 // holds reports whether p points into the message of env (nil env: false).

@@ -96,7 +96,9 @@
 //
 // # Message lifetime
 //
-// The executor reads nothing of a message after its behaviour returns. A
+// The executor reads nothing of a message after its behaviour returns,
+// except a request that behaviour neither answered nor forwarded through
+// a port, when it terminated its actor or panicked (see deliver.go). A
 // message's allocation status is set by the behaviour receiving it
 // (Message.SetAllocation, actor.Message.SetAllocation) and recorded for that delivery
 // on the worker, not in the message, so a behaviour that sends its message

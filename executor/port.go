@@ -42,8 +42,25 @@ func Bind[TA, TM any, A interface{ *TA }, M MessagePtr[TM]](c *Cell, to A, fn fu
 		}
 		return Port[M]{}, stateErr(st)
 	}
-	return Port[M]{cell: c, fn: erased.Erase(fn), coff: uint32(off), want: st | cellPlain}, nil
+	want := st | cellPlain
+	var m M
+	if _, ok := any(m).(undeliverable); ok {
+		want |= portRequest
+	}
+	return Port[M]{cell: c, fn: erased.Erase(fn), coff: uint32(off), want: want}, nil
 }
+
+// portRequest is set in the want of a port whose message type is a request
+// (it implements undeliverable: the types embedding Request, *Failure).
+// Bits 3-4 of an alive state word are cellPlain and zero, so no state word
+// equals such a want: a send through the port fails send's comparison and
+// takes sendSlow, which strips the flag and tells a behaviour forwarding
+// the request it is receiving that the request has moved (handedOver).
+// Port.word and portErr strip it too; a port's other sends pay nothing.
+const portRequest uint32 = 16
+
+// word returns the canonical state word of the port's incarnation.
+func (p Port[M]) word() uint32 { return p.want &^ portRequest }
 
 // Send queues msg for the port's behaviour. msg must not be nil: Send does
 // not check it, a check that would cost every send, and the behaviour would
@@ -64,8 +81,8 @@ func (p Port[M]) Alive() bool {
 	if p.cell == nil {
 		return false
 	}
-	st := p.cell.state.Load()
-	if st|cellPlain != p.want && (incOf(st) != incOf(p.want) || st&cellKindMask != cellEnding) {
+	st, want := p.cell.state.Load(), p.word()
+	if st|cellPlain != want && (incOf(st) != incOf(want) || st&cellKindMask != cellEnding) {
 		return false
 	}
 	return !p.cell.executor().closed.Load()

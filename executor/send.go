@@ -168,6 +168,20 @@ func pushTo(c *Cell, mb *mailbox, coff, st uint32, fn unsafe.Pointer, msg any) e
 // for SendContext: a send to a full bounded mailbox from outside the
 // behaviours then waits for room.
 func sendSlow(c *Cell, coff, st, want uint32, fn unsafe.Pointer, msg any, ctx context.Context) error {
+	if want&portRequest != 0 {
+		// A request through its port (see portRequest).
+		want &^= portRequest
+		var err error
+		if st == want {
+			err = send(c, uintptr(coff), math.MaxUint32, want, fn, msg)
+		} else {
+			err = sendSlow(c, coff, st, want, fn, msg, ctx)
+		}
+		if err == nil {
+			handedOver(msg)
+		}
+		return err
+	}
 	if st&cellKindMask == cellAlive && (want == 0 || st|cellPlain == want) {
 		return sendExt(c, coff, st|cellPlain, fn, msg, ctx)
 	}

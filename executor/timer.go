@@ -314,6 +314,7 @@ func checkTimerMessage(msg any) {
 // portErr returns nil if the incarnation want of c is alive, else the error
 // a send to it reports.
 func portErr(c *Cell, want uint32) error {
+	want &^= portRequest
 	if st := c.state.Load(); st|cellPlain != want {
 		if incOf(st) != incOf(want) {
 			return ErrTerminated // a later incarnation: the port's has ended

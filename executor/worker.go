@@ -50,8 +50,9 @@ type worker struct {
 	// delivered as w.buf.LastPopped()); see deliver.go.
 	msgStatus Allocation
 	// ending is the actor whose termination hooks are running, endingWord
-	// its ending state word and endingObj the object copied before the dead
-	// store; inMsgHook is set while a message's hooks run.
+	// the state word its termination stored first and endingObj the object
+	// copied before the dead store; inMsgHook is set while a message's
+	// hooks run.
 	ending      *Cell
 	endingWord  uint32
 	endingObj   any

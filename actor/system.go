@@ -164,7 +164,9 @@ func Start(opts ...Option) (*System, error) {
 // second for it, then returns anyway. After Stop, sends return ErrStopped
 // (ErrTerminated for an actor that had terminated before). Stop runs once: callers while it runs wait for it and get its
 // result, a call after it has returned gets ErrStopped. Stop must not be
-// called from a behaviour (ErrStopInBehaviour).
+// called from a behaviour, nor from a function that a timer's firing runs
+// (an AskFunc function called by its timeout): there it returns
+// ErrStopInBehaviour and stops nothing.
 func (s *System) Stop(ctx context.Context) error {
 	if s == nil || s.e == nil {
 		return ErrNotStarted

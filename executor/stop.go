@@ -55,14 +55,16 @@ const forcedStopGrace = time.Second
 // Stop runs once. Callers that call it while it runs wait for it and get
 // the same result (or, if their own context ends first, an error wrapping
 // ErrActorsAlive and their context's cause); callers after it has returned
-// get ErrStopped. Called from a behaviour, or from a hook or error handler
-// that the stop itself runs (Stopped hooks and OnError at a forced stop),
-// it returns ErrStopInBehaviour and stops nothing.
+// get ErrStopped. Called from a behaviour, from code that the executor's
+// timer goroutine runs (an AskFunc function or OnError called by a timer's
+// firing: Stop ends that goroutine and waits for it), or from a hook or
+// error handler that the stop itself runs (Stopped hooks and OnError at a
+// forced stop), it returns ErrStopInBehaviour and stops nothing.
 func (e *Executor) Stop(ctx context.Context) error {
 	if e == nil || e.stop.done == nil {
 		return ErrNotStarted
 	}
-	if e.inBehaviour() {
+	if e.inBehaviour() || e.timers.inFiring() {
 		return ErrStopInBehaviour
 	}
 	s := &e.stop

@@ -158,7 +158,8 @@ type timers struct {
 	// mu held, and 0 otherwise: stored by the goroutine after it takes mu
 	// and cleared before it releases it. lock reads it to let the
 	// goroutine reenter add and Timer.Stop from a firing (see Locking
-	// above); any other goroutine reads 0 or an identity not its own.
+	// above), and Stop reads it (inFiring) to refuse to run there; any
+	// other goroutine reads 0 or an identity not its own.
 	firing atomic.Uint64
 	// mu guards every field from here to the counters. Taken by add,
 	// Timer.Stop, the timer goroutine while it fires, and close.
@@ -406,11 +407,20 @@ func (ts *timers) add(e *Executor, d time.Duration, period int64, c *Cell, fn un
 // the caller is the timer goroutine inside a firing, which holds mu already
 // (see Locking at the top of this file).
 func (ts *timers) lock() bool {
-	if f := ts.firing.Load(); f != 0 && f == selfID() {
+	if ts.inFiring() {
 		return false
 	}
 	ts.mu.Lock()
 	return true
+}
+
+// inFiring reports whether the caller is the timer goroutine inside a
+// firing, running code that the firing called (an AskFunc function, a
+// timeout's callback, OnError): it holds mu. Stop reads it to refuse to run
+// there, since close takes mu and waits for the goroutine to exit.
+func (ts *timers) inFiring() bool {
+	f := ts.firing.Load()
+	return f != 0 && f == selfID()
 }
 
 // close stops the timer goroutine (waiting for it to exit) and drops every

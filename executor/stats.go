@@ -68,7 +68,7 @@ type WorkerStats struct {
 	ActorsCreated    uint64 // actors spawned by behaviours running on this worker (Stats.Total adds the external ones)
 	ActorsTerminated uint64 // actors terminated (allocation status or panic) on this worker
 	LocalSends       uint64 // sends appended directly to the batch this worker was draining
-	DeadLetters      uint64 // messages dropped because their actor had terminated
+	DeadLetters      uint64 // messages dropped because their actor had terminated (those Stop found queued in this worker's mailboxes included)
 	Dropped          uint64 // messages dropped from this worker's batch by a forced stop
 	Panics           uint64 // behaviours (or hooks) that panicked or called runtime.Goexit
 
@@ -282,6 +282,7 @@ func (e *Executor) Stats() Stats {
 		w.pubMu.Lock()
 		s.Workers[i] = w.pub
 		w.pubMu.Unlock()
+		s.Workers[i].DeadLetters += w.closedDead.Load()
 		if w.state.Load() == workerParked {
 			s.ParkedWorkers++
 		}

@@ -48,7 +48,11 @@ const forcedStopGrace = time.Second
 // ErrUndelivered with the number of messages that were never delivered (sent
 // to actors that had terminated, still queued at the end, or dropped from
 // batches at a forced stop; not those a bounded mailbox dropped by its
-// overflow policy, which Stats counts). Stop returns nil when all is well.
+// overflow policy, which Stats counts). A message still queued for an actor
+// that had terminated counts as sent to a terminated actor, in this error
+// and in Stats (WorkerStats.DeadLetters), so after a clean stop every
+// undelivered message is a dead letter of Stats. Stop returns nil when all
+// is well.
 // After Stop, sends report ErrStopped, except to an actor that had
 // terminated before (ErrTerminated).
 //
@@ -144,10 +148,17 @@ func (e *Executor) runStop(ctx context.Context) error {
 		e.closed.Store(true) // after the Stopped hooks: see Executor.closed
 	}
 	for _, m := range e.mailboxes {
-		queued += int64(m.close())
+		d, a := m.close()
+		queued += int64(a)
+		if d > 0 {
+			// Dead letters, as a worker would have counted them: on
+			// the worker whose range holds the mailbox.
+			e.workers[m.owner.Load()].closedDead.Add(uint64(d))
+			dead += uint64(d)
+		}
 	}
 	for _, m := range e.spares {
-		m.close()
+		m.close() // no actor is placed on a spare: nothing is queued there
 	}
 	dropped := e.undeliver.Load()
 	e.errMu.Lock()

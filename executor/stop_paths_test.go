@@ -54,3 +54,54 @@ func TestStopFromTimerGoroutineDoesNotDeadlock(t *testing.T) {
 	require.NoError(t, Send(&k.cell, k, &kend{}, (*keeper).onEnd))
 	assert.NoError(t, e.Stop(context.Background()))
 }
+
+// ender ends on its first request, without answering, after its gate
+// opens; onMsg takes plain messages.
+type ender struct {
+	cell  Cell
+	began chan struct{}
+	gate  chan struct{}
+}
+
+type emsg struct{ Message }
+
+func (a *ender) onReq(*greq) Allocation {
+	a.began <- struct{}{}
+	<-a.gate
+	return Finished
+}
+
+func (a *ender) onMsg(*emsg) Allocation { return Nodelete }
+
+// TestStopUndeliveredMatchesStatsDeadLetters: a message queued for an
+// actor that then terminates, still queued when a clean Stop closes the
+// mailboxes, was sent to a terminated actor: Stop reports it as such, and
+// Stats counts it among the dead letters, so that every message is in
+// exactly one counter. The AskFunc function of the terminating request
+// runs on the worker after the actor is gone; it holds the worker until
+// Stop has decided, so that the message is still queued then.
+func TestStopUndeliveredMatchesStatsDeadLetters(t *testing.T) {
+	e, err := Start(Config{Workers: 1, Queues: 1})
+	require.NoError(t, err)
+	a := &ender{began: make(chan struct{}, 1), gate: make(chan struct{})}
+	require.NoError(t, Spawn(e, &a.cell, a))
+	reqs, err := Bind(&a.cell, a, (*ender).onReq)
+	require.NoError(t, err)
+	asked := make(chan error, 1)
+	require.NoError(t, AskFunc(reqs, &greq{}, 0, func(_ int, err error) {
+		for !e.shutdown.Load() { // Stop has decided: no actor is alive
+			time.Sleep(time.Millisecond)
+		}
+		asked <- err
+	}))
+	<-a.began
+	require.NoError(t, Send(&a.cell, a, &emsg{}, (*ender).onMsg)) // queued behind the request
+	stopped := make(chan error, 1)
+	go func() { stopped <- e.Stop(context.Background()) }()
+	close(a.gate)
+	assert.ErrorIs(t, <-asked, ErrTerminated)
+	err = <-stopped
+	require.ErrorIs(t, err, ErrUndelivered)
+	assert.Contains(t, err.Error(), "1 messages (1 sent to terminated actors, 0 still queued at stop")
+	assert.EqualValues(t, 1, e.Stats().Total().DeadLetters, "Stats.DeadLetters counts what Stop reports sent to terminated actors")
+}

@@ -183,6 +183,12 @@ type worker struct {
 	pubMu    sync.Mutex
 	pub      WorkerStats
 	pubEpoch atomic.Uint64
+	// closedDead counts the dead letters Stop found queued in this
+	// worker's mailboxes when it closed them (mailbox.close). Added by
+	// Stop, after the worker exited or Stop gave up on it; read by Stats,
+	// which adds it to the worker's DeadLetters (the worker's own count,
+	// pub, knows nothing of them).
+	closedDead atomic.Uint64
 	// batchSeq's low 32 bits change at every mailbox visit (see
 	// processCurrent; its re-takes of the mailbox are part of the visit)
 	// and at every sleep (park): the watcher, and a thief (victimStuck),

@@ -73,7 +73,7 @@ func (w *worker) drainBatch() (done bool) {
 		// actor must still be in the incarnation the envelope was sent to.
 		c := env.cell
 		if c.state.Load() != env.want {
-			w.deliverExt(env) // a dead letter, or an extended actor (supervise.go)
+			w.deliverExtClaimed(env) // a dead letter, or an extended actor (supervise.go)
 			continue
 		}
 		status := env.call()
@@ -179,6 +179,9 @@ func (w *worker) terminate(c *Cell, alive uint32, st Allocation) {
 //   - out of a message's hook: the actor, whose behaviour completed, goes on;
 //   - out of a behaviour: its actor is terminated, without hooks.
 func (w *worker) recovered(r any, goexit bool) {
+	// The extended actor's code this worker ran (deliverExtClaimed) ends
+	// with this recovery, which may run its termination hooks first.
+	defer w.leaveExt()
 	env := w.delivering() // the envelope being delivered
 	inPriv := w.sup.inPriv
 	w.sup.inPriv = false

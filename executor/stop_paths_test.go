@@ -105,3 +105,50 @@ func TestStopUndeliveredMatchesStatsDeadLetters(t *testing.T) {
 	assert.Contains(t, err.Error(), "1 messages (1 sent to terminated actors, 0 still queued at stop")
 	assert.EqualValues(t, 1, e.Stats().Total().DeadLetters, "Stats.DeadLetters counts what Stop reports sent to terminated actors")
 }
+
+// flusher is an idle actor whose Stopped hook must run (to flush state).
+type flusher struct {
+	cell    Cell
+	stopped chan Reason
+}
+
+func (f *flusher) Stopped(why Reason) { f.stopped <- why }
+
+func (f *flusher) onTick(*gtick) Allocation { return Nodelete }
+
+// TestForcedStopRunsStoppedHooksOfIdleActors: a forced Stop whose worker
+// is stuck in another actor's behaviour past the grace still runs the
+// Stopped hook of an idle actor before it returns, and its watchers are
+// told after the hook.
+func TestForcedStopRunsStoppedHooksOfIdleActors(t *testing.T) {
+	e, err := Start(Config{Workers: 1})
+	require.NoError(t, err)
+	s := newGated()
+	require.NoError(t, Spawn(e, &s.cell, s))
+	f := &flusher{stopped: make(chan Reason, 1)}
+	require.NoError(t, Spawn(e, &f.cell, f))
+	fp, err := Bind(&f.cell, f, (*flusher).onTick)
+	require.NoError(t, err)
+	require.NoError(t, Send(&f.cell, f, &gtick{}, (*flusher).onTick)) // it has run: idle now
+	watch, err := WatchChan(fp)
+	require.NoError(t, err)
+	require.NoError(t, Send(&s.cell, s, &hold{}, (*gated).onHold))
+	<-s.began
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err = e.Stop(ctx) // forced; the worker stays stuck past the grace
+	require.ErrorIs(t, err, ErrActorsAlive)
+	select {
+	case why := <-f.stopped:
+		assert.Equal(t, ReasonStopped, why)
+	default:
+		t.Error("Stop returned without running the idle actor's Stopped hook")
+	}
+	select {
+	case tm := <-watch:
+		assert.Equal(t, ReasonStopped, tm.Reason)
+	default:
+		t.Error("Stop returned without notifying the idle actor's watcher")
+	}
+	close(s.gate)
+}

@@ -152,3 +152,38 @@ func TestForcedStopRunsStoppedHooksOfIdleActors(t *testing.T) {
 	}
 	close(s.gate)
 }
+
+// starterActor has a Started hook: its spawn queues a control envelope.
+type starterActor struct{ cell Cell }
+
+func (*starterActor) Started() {}
+
+// TestStatsQueuedMessagesCountsUserMessagesOnly: QueuedMessages counts the
+// messages waiting for actors, those in the private queues of bounded
+// actors included, and not the executor's control envelopes (a Started
+// hook's start, a private queue's drain token).
+func TestStatsQueuedMessagesCountsUserMessagesOnly(t *testing.T) {
+	e, s, _, ticks := heldGated(t, SpawnOptions{})
+	require.NoError(t, ticks.Send(&gtick{})) // one user message in the mailbox
+	st := &starterActor{}
+	require.NoError(t, Spawn(e, &st.cell, st)) // a start envelope
+	b := newGated()
+	require.NoError(t, SpawnWith(e, &b.cell, b, SpawnOptions{MailboxBound: 8}))
+	bt, err := Bind(&b.cell, b, (*gated).onTick)
+	require.NoError(t, err)
+	for range 3 {
+		require.NoError(t, bt.Send(&gtick{})) // its private queue, and one drain token
+	}
+	assert.Equal(t, 4, e.Stats().QueuedMessages)
+	close(s.gate)
+	require.NoError(t, Send(&s.cell, s, &kendG{}, (*gated).onEnd))
+	require.NoError(t, Send(&b.cell, b, &kendG{}, (*gated).onEnd))
+	require.NoError(t, Send(&st.cell, st, &kendG{}, (*starterActor).onEnd))
+	require.NoError(t, e.Stop(context.Background()))
+	assert.Equal(t, 0, e.Stats().QueuedMessages)
+}
+
+type kendG struct{ Message }
+
+func (*gated) onEnd(*kendG) Allocation        { return Finished }
+func (*starterActor) onEnd(*kendG) Allocation { return Finished }

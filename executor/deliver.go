@@ -237,8 +237,10 @@ func (w *worker) recovered(r any, goexit bool) {
 		// The behaviour panicked while this incarnation was alive. Only
 		// this worker can end it, so obj is stable until the dead store.
 		obj = c.obj
-		pe := &PanicError{Actor: obj, Message: env.msg, Value: r, Goexit: goexit, Stack: stack, Worker: w.id}
-		dropped(env.msg, fmt.Errorf("%w: %w", ErrTerminated, pe)) // a request its receiver panicked on
+		pe := &PanicError{Actor: obj, Message: userMessage(env.msg), Value: r, Goexit: goexit, Stack: stack, Worker: w.id}
+		if w.mayBeRequest(env.msg) { // its behaviour ran: only a request is told
+			dropped(env.msg, fmt.Errorf("%w: %w", ErrTerminated, pe)) // a request its receiver panicked on
+		}
 		if s&cellPlain == 0 {
 			x := c.ext.Load()
 			w.pendingPanic = pe // a Goexit in a termination hook would skip our recordPanic
@@ -266,7 +268,7 @@ func (w *worker) recovered(r any, goexit bool) {
 		w.e.recordPanic(pe)
 		return
 	}
-	w.e.recordPanic(&PanicError{Actor: obj, Message: env.msg, Value: r, Goexit: goexit, Stack: stack, Worker: w.id, hook: hook})
+	w.e.recordPanic(&PanicError{Actor: obj, Message: userMessage(env.msg), Value: r, Goexit: goexit, Stack: stack, Worker: w.id, hook: hook})
 }
 
 // skippedMessageDone applies the status ms that a behaviour set for its
@@ -325,7 +327,12 @@ func (env *envelope) holds(p unsafe.Pointer) bool {
 	if uintptr(p) == start {
 		return true // Message embedded first: the usual case
 	}
-	size := reflect.TypeOf(env.msg).Elem().Size()
+	msg := userMessage(env.msg) // a periodic timer's delivery: its message
+	start = uintptr(erased.Data(msg))
+	if uintptr(p) == start {
+		return true
+	}
+	size := reflect.TypeOf(msg).Elem().Size()
 	return uintptr(p) >= start && uintptr(p) < start+size
 }
 

@@ -210,9 +210,12 @@ type Stats struct {
 	LateReplies  uint64
 	// TimersPending counts timers set and not yet fired or stopped;
 	// TimersFired the timer deliveries made (each firing of a periodic
-	// timer counts); TimersDead the firings that delivered nothing (the
-	// port's incarnation had terminated, or its bounded mailbox refused
-	// the message under Reject) and the timers dropped by Stop.
+	// timer counts; so does a firing sent and then dropped undelivered, a
+	// dead letter or an overflow, but not a periodic firing discarded
+	// because its timer was stopped while it was queued); TimersDead the
+	// firings that delivered nothing (the port's incarnation had
+	// terminated, or its bounded mailbox refused the message under Reject)
+	// and the timers dropped by Stop.
 	TimersPending int64
 	TimersFired   uint64
 	TimersDead    uint64

@@ -187,3 +187,22 @@ type kendG struct{ Message }
 
 func (*gated) onEnd(*kendG) Allocation        { return Finished }
 func (*starterActor) onEnd(*kendG) Allocation { return Finished }
+
+// TestSendEveryQueuesAtMostTwoAndNothingAfterStop: a periodic timer whose
+// actor is slower than its period (here held in a behaviour for many
+// periods) does not pile its firings up in the mailbox: at most one waits
+// there, beside the one being delivered. And once Timer.Stop has returned
+// true, the firing still queued is not delivered.
+func TestSendEveryQueuesAtMostTwoAndNothingAfterStop(t *testing.T) {
+	e, s, _, ticks := heldGated(t, SpawnOptions{})
+	tm, err := SendEvery(ticks, time.Millisecond, &gtick{})
+	require.NoError(t, err)
+	time.Sleep(50 * time.Millisecond) // many periods while the actor is held
+	assert.LessOrEqual(t, e.Stats().QueuedMessages, 1, "firings queued behind a held behaviour")
+	require.True(t, tm.Stop())
+	close(s.gate)
+	require.NoError(t, Send(&s.cell, s, &kendG{}, (*gated).onEnd))
+	require.NoError(t, e.Stop(context.Background()))
+	n, _ := s.count()
+	assert.Zero(t, n, "firings delivered after Timer.Stop returned true")
+}

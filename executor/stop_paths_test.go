@@ -206,3 +206,60 @@ func TestSendEveryQueuesAtMostTwoAndNothingAfterStop(t *testing.T) {
 	n, _ := s.count()
 	assert.Zero(t, n, "firings delivered after Timer.Stop returned true")
 }
+
+// stuckFlusher is an extended actor (a Stopped hook) whose behaviour can
+// be held; hook and behaviour both write n, so that -race reports them
+// running at once.
+type stuckFlusher struct {
+	cell    Cell
+	n       int
+	began   chan struct{}
+	gate    chan struct{}
+	stopped chan Reason
+}
+
+func (f *stuckFlusher) Stopped(why Reason) { f.n++; f.stopped <- why }
+
+func (f *stuckFlusher) onHold(*hold) Allocation {
+	f.began <- struct{}{}
+	<-f.gate
+	f.n++
+	return Nodelete
+}
+
+// TestForcedStopSkipsTheHookOfTheActorItGaveUpOn: when the behaviour a
+// forced Stop gives up on belongs to an actor with a Stopped hook, that
+// hook does not run beside the behaviour (nor after it); the other idle
+// actors' hooks run.
+func TestForcedStopSkipsTheHookOfTheActorItGaveUpOn(t *testing.T) {
+	e, err := Start(Config{Workers: 1})
+	require.NoError(t, err)
+	f := &stuckFlusher{began: make(chan struct{}, 1), gate: make(chan struct{}), stopped: make(chan Reason, 1)}
+	require.NoError(t, Spawn(e, &f.cell, f))
+	idle := &flusher{stopped: make(chan Reason, 1)}
+	require.NoError(t, Spawn(e, &idle.cell, idle))
+	require.NoError(t, Send(&f.cell, f, &hold{}, (*stuckFlusher).onHold))
+	<-f.began
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.ErrorIs(t, e.Stop(ctx), ErrActorsAlive)
+	select {
+	case <-idle.stopped:
+	default:
+		t.Error("the idle actor's Stopped hook did not run")
+	}
+	select {
+	case <-f.stopped:
+		t.Error("the Stopped hook of the actor whose behaviour is still running ran")
+	default:
+	}
+	close(f.gate)
+	for f.cell.Alive() { // false once the worker exits, after the behaviour returns
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case <-f.stopped:
+		t.Error("the Stopped hook of the actor whose behaviour was running ran after it")
+	default:
+	}
+}

@@ -2,6 +2,10 @@ package executor
 
 import (
 	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -261,5 +265,60 @@ func TestForcedStopSkipsTheHookOfTheActorItGaveUpOn(t *testing.T) {
 	case <-f.stopped:
 		t.Error("the Stopped hook of the actor whose behaviour was running ran after it")
 	default:
+	}
+}
+
+// counted ends after its tenth message.
+type counted struct {
+	cell Cell
+	n    int
+}
+
+func (c *counted) onMsg(*emsg) Allocation {
+	if c.n++; c.n == 10 {
+		return Finished
+	}
+	return Nodelete
+}
+
+var deadAtStopRe = regexp.MustCompile(`(\d+) sent to terminated actors`)
+
+// TestStopUndeliveredMatchesStatsDeadLettersRace: sixteen actors end while
+// goroutines send to them, and a clean Stop follows at once. Whatever the
+// interleaving, Stop reports nothing still queued (every actor had ended),
+// and as many messages sent to terminated actors as Stats counts dead
+// letters.
+func TestStopUndeliveredMatchesStatsDeadLettersRace(t *testing.T) {
+	for range 20 {
+		e, err := Start(Config{Workers: 2})
+		require.NoError(t, err)
+		as := make([]*counted, 16)
+		for i := range as {
+			as[i] = &counted{}
+			require.NoError(t, Spawn(e, &as[i].cell, as[i]))
+		}
+		var wg sync.WaitGroup
+		for g := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for k := range 64 {
+					a := as[(g*7+k)%len(as)]
+					_ = Send(&a.cell, a, &emsg{}, (*counted).onMsg) // ErrTerminated once it has ended
+				}
+			}()
+		}
+		wg.Wait()
+		for _, a := range as { // make sure each ends
+			for Send(&a.cell, a, &emsg{}, (*counted).onMsg) == nil {
+			}
+		}
+		err = e.Stop(context.Background())
+		assert.Zero(t, queuedAtStop(err), "messages still queued after every actor ended: %v", err)
+		var dead uint64
+		if m := deadAtStopRe.FindStringSubmatch(fmt.Sprint(err)); m != nil {
+			dead, _ = strconv.ParseUint(m[1], 10, 64)
+		}
+		require.Equal(t, e.Stats().Total().DeadLetters, dead, "Stop's dead letters and Stats': %v", err)
 	}
 }

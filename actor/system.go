@@ -162,10 +162,14 @@ func Start(opts ...Option) (*System, error) {
 // queued at the end (not those a bounded mailbox dropped by its overflow
 // policy: see Stats). A clean run returns nil. If a
 // worker is still inside a behaviour when ctx ends, Stop waits up to one
-// second for it, then returns anyway. After Stop, sends return ErrStopped
+// second for it, then returns anyway; before it returns, the Stopped hooks
+// of the actors still alive run, but for the actor whose code that worker
+// is running. After Stop, sends return ErrStopped
 // (ErrTerminated for an actor that had terminated before). Stop runs once: callers while it runs wait for it and get its
 // result, a call after it has returned gets ErrStopped. Stop must not be
-// called from a behaviour (ErrStopInBehaviour).
+// called from a behaviour, nor from a function that a timer's firing runs
+// (an AskFunc function called by its timeout): there it returns
+// ErrStopInBehaviour and stops nothing.
 func (s *System) Stop(ctx context.Context) error {
 	if s == nil || s.e == nil {
 		return ErrNotStarted

@@ -60,11 +60,14 @@ func SendAfter[M any](p Port[M], d time.Duration, msg M) (Timer, error) {
 //
 // The same message is delivered every time, so it must be safe to deliver
 // repeatedly: the receiving behaviour must not set Delete or Destroy on it
-// (SetAllocation), must not send it on, and should only read it (two
-// deliveries may be queued at once when the actor is slower than the
-// period). When the system is too busy for a firing to happen on time, it
-// happens late and once: the periods missed meanwhile are skipped, not
-// queued, and the schedule keeps its original phase.
+// (SetAllocation), must not send it on, and should only read it. When the
+// system is too busy for a firing to happen on time, it happens late and
+// once: the periods missed meanwhile are skipped, not queued, and the
+// schedule keeps its original phase. A firing that comes while the previous
+// one is still queued (the actor is slower than the period) is skipped too:
+// at most one firing waits in the mailbox, beside the one being delivered.
+// Once the Timer's Stop has returned true, nothing more is delivered, not
+// even a firing that was queued.
 //
 // Errors: ErrBadPeriod (period <= 0), and those of SendAfter.
 func SendEvery[M any](p Port[M], period time.Duration, msg M) (Timer, error) {

@@ -89,10 +89,14 @@ func (a *Asked[R]) undelivered(err error) {
 }
 
 // dropped tells a dropped message's requester, if it is a request, that it
-// will never be answered.
+// will never be answered, and a periodic timer that its firing was dropped.
+// It must be called once for each envelope dropped undelivered, and never
+// for one whose behaviour ran, unless it is a request.
 func dropped(msg any, err error) {
 	if u, ok := msg.(undeliverable); ok && erased.Data(msg) != nil {
 		u.undelivered(err)
+	} else if t, ok := msg.(*periodicTick); ok {
+		t.lost() // a periodic timer's firing: the next one may be sent
 	}
 }
 

@@ -86,7 +86,7 @@ func (w *worker) drainBatch() (done bool) {
 		// actor must still be in the incarnation the envelope was sent to.
 		c := env.cell
 		if c.state.Load() != env.want {
-			w.deliverExt(env) // a dead letter, or an extended actor (supervise.go)
+			w.deliverExtClaimed(env) // a dead letter, or an extended actor (supervise.go)
 			continue
 		}
 		status := env.call()
@@ -214,6 +214,9 @@ func (w *worker) terminate(c *Cell, alive uint32, st Allocation) {
 //   - out of a message's hook: the actor, whose behaviour completed, goes on;
 //   - out of a behaviour: its actor is terminated, without hooks.
 func (w *worker) recovered(r any, goexit bool) {
+	// The extended actor's code this worker ran (deliverExtClaimed) ends
+	// with this recovery, which may run its termination hooks first.
+	defer w.leaveExt()
 	env := w.delivering() // the envelope being delivered
 	inPriv := w.sup.inPriv
 	w.sup.inPriv = false
@@ -269,8 +272,8 @@ func (w *worker) recovered(r any, goexit bool) {
 		// The behaviour panicked while this incarnation was alive. Only
 		// this worker can end it, so obj is stable until the dead store.
 		obj = c.obj
-		pe := &PanicError{Actor: obj, Message: env.msg, Value: r, Goexit: goexit, Stack: stack, Worker: w.id}
-		if ms&msgForwarded == 0 {
+		pe := &PanicError{Actor: obj, Message: userMessage(env.msg), Value: r, Goexit: goexit, Stack: stack, Worker: w.id}
+		if ms&msgForwarded == 0 && w.mayBeRequest(env.msg) { // its behaviour ran: only a request it kept is told
 			dropped(env.msg, fmt.Errorf("%w: %w", ErrTerminated, pe)) // a request its receiver panicked on
 		}
 		inc := incOf(env.want)
@@ -299,7 +302,7 @@ func (w *worker) recovered(r any, goexit bool) {
 		w.e.recordPanic(pe)
 		return
 	}
-	w.e.recordPanic(&PanicError{Actor: obj, Message: env.msg, Value: r, Goexit: goexit, Stack: stack, Worker: w.id, hook: hook})
+	w.e.recordPanic(&PanicError{Actor: obj, Message: userMessage(env.msg), Value: r, Goexit: goexit, Stack: stack, Worker: w.id, hook: hook})
 }
 
 // skippedMessageDone applies the status ms that a behaviour set for its
@@ -358,7 +361,12 @@ func (env *envelope) holds(p unsafe.Pointer) bool {
 	if uintptr(p) == start {
 		return true // Message embedded first: the usual case
 	}
-	size := reflect.TypeOf(env.msg).Elem().Size()
+	msg := userMessage(env.msg) // a periodic timer's delivery: its message
+	start = uintptr(erased.Data(msg))
+	if uintptr(p) == start {
+		return true
+	}
+	size := reflect.TypeOf(msg).Elem().Size()
 	return uintptr(p) >= start && uintptr(p) < start+size
 }
 

@@ -27,7 +27,9 @@ var (
 	// ErrActorsAlive: Stop's context ended while actors were still alive.
 	ErrActorsAlive = errors.New("executor: actors still alive")
 	// ErrStopInBehaviour: Stop called from a behaviour, which could never
-	// return (the calling actor is alive until its behaviour returns).
+	// return (the calling actor is alive until its behaviour returns), or
+	// from code the timer goroutine or the stop itself runs, which Stop
+	// would wait for.
 	ErrStopInBehaviour = errors.New("executor: Stop called from inside a behaviour")
 	// ErrPanic: a behaviour or hook panicked (the error is a *PanicError).
 	ErrPanic = errors.New("executor: behaviour panicked")

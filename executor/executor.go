@@ -158,8 +158,8 @@ type Executor struct {
 	// ran, stopExts): no behaviour or hook of this executor runs any
 	// more, so an actor still alive in it is terminated (Cell.Alive) and
 	// may be spawned elsewhere. Written by runStop after stopExts; or, when
-	// runStop gave up waiting for a worker stuck in a behaviour (gaveUp;
-	// no hooks run then), by the last worker to exit: runStop stores
+	// runStop gave up waiting for a worker stuck in a behaviour (gaveUp,
+	// stored after stopExts), by the last worker to exit: runStop stores
 	// gaveUp and then loads exited, the worker adds to exited and then
 	// loads gaveUp, so one of them sees the other (both may store). Read
 	// by Cell.Alive, Port.Alive, Spawn and watch.

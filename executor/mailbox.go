@@ -315,10 +315,13 @@ func (m *mailbox) release(into *copyq.Queue[envelope], regulp bool) (n, left int
 }
 
 // close marks m closed, so that every later push fails, and returns the
-// number of messages still queued (then discarded: requests among them are
-// failed with ErrStopped; control envelopes are not counted). Only Stop calls it,
-// after the workers have exited.
-func (m *mailbox) close() int {
+// messages still queued (then discarded), in two counts: dead, those whose
+// actor's incarnation had terminated (dead letters: requests among them are
+// failed with ErrTerminated), and alive, the others (requests failed with
+// ErrStopped). Control envelopes are in neither. Only Stop calls it, after
+// the workers have exited (or it gave up on them: an actor that a stuck
+// worker ends meanwhile may be counted either way, but only once).
+func (m *mailbox) close() (dead, alive int) {
 	w := m.lock()
 	n := wordLen(w)
 	buf := m.buf
@@ -326,13 +329,20 @@ func (m *mailbox) close() int {
 	m.unlock(wordClosed)
 	m.taken(n)
 	for env := buf.PopRef(); env != nil; env = buf.PopRef() {
-		if env.fn == ctlFn {
-			n-- // a control envelope (supervise.go) is not a message
-			continue
+		switch {
+		case env.fn == ctlFn: // a control envelope (supervise.go) is not a message
+		case env.cell.state.Load()|cellPlain != env.want:
+			dead++
+			if m.exec != nil {
+				m.exec.noteDead(env.msg) // for Stop's error
+			}
+			dropped(env.msg, ErrTerminated) // requests: tell their requesters
+		default:
+			alive++
+			dropped(env.msg, ErrStopped)
 		}
-		dropped(env.msg, ErrStopped) // requests: tell their requesters
 	}
-	return n
+	return dead, alive
 }
 
 // taken is called after n envelopes were taken from m at once (a gulp, a

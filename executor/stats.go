@@ -68,7 +68,7 @@ type WorkerStats struct {
 	ActorsCreated    uint64 // actors spawned by behaviours running on this worker (Stats.Total adds the external ones)
 	ActorsTerminated uint64 // actors terminated (allocation status or panic) on this worker
 	LocalSends       uint64 // sends appended directly to the batch this worker was draining
-	DeadLetters      uint64 // messages dropped because their actor had terminated
+	DeadLetters      uint64 // messages dropped because their actor had terminated (those Stop found queued in this worker's mailboxes included)
 	Dropped          uint64 // messages dropped from this worker's batch by a forced stop
 	Panics           uint64 // behaviours (or hooks) that panicked or called runtime.Goexit
 
@@ -191,12 +191,16 @@ type Stats struct {
 	// goroutine-identity lookup. While messages are sent, a snapshot may
 	// lag the true count; it never exceeds it, never decreases from one
 	// snapshot to the next, and is exact once the system is quiet.
-	MessagesSent   uint64
-	LiveActors     int64 // spawned and not yet terminated (0 once a forced Stop has terminated the rest: see Cell.Alive)
-	ParkedWorkers  int   // workers asleep at the time of the snapshot
-	QueuedMessages int   // messages waiting in mailboxes (not yet gulped)
-	Queues         int   // number of mailboxes actors are placed on
-	SpareQueues    int   // number of spare mailboxes (see Config.SpareQueues)
+	MessagesSent  uint64
+	LiveActors    int64 // spawned and not yet terminated (0 once a forced Stop has terminated the rest: see Cell.Alive)
+	ParkedWorkers int   // workers asleep at the time of the snapshot
+	// QueuedMessages counts the messages waiting for their actors: in the
+	// mailboxes (not yet gulped; the executor's control envelopes are not
+	// messages) and in the private queues of bounded and supervised
+	// actors. A snapshot taken while messages flow is approximate.
+	QueuedMessages int
+	Queues         int // number of mailboxes actors are placed on
+	SpareQueues    int // number of spare mailboxes (see Config.SpareQueues)
 	// AsksPending counts requests (Ask, AskAsync) waiting for an answer;
 	// AsksTimedOut those ended by their requester's context or timeout;
 	// LateReplies the replies that came after the request had ended (or
@@ -206,9 +210,12 @@ type Stats struct {
 	LateReplies  uint64
 	// TimersPending counts timers set and not yet fired or stopped;
 	// TimersFired the timer deliveries made (each firing of a periodic
-	// timer counts); TimersDead the firings that delivered nothing (the
-	// port's incarnation had terminated, or its bounded mailbox refused
-	// the message under Reject) and the timers dropped by Stop.
+	// timer counts; so does a firing sent and then dropped undelivered, a
+	// dead letter or an overflow, but not a periodic firing discarded
+	// because its timer was stopped while it was queued); TimersDead the
+	// firings that delivered nothing (the port's incarnation had
+	// terminated, or its bounded mailbox refused the message under Reject)
+	// and the timers dropped by Stop.
 	TimersPending int64
 	TimersFired   uint64
 	TimersDead    uint64
@@ -282,6 +289,7 @@ func (e *Executor) Stats() Stats {
 		w.pubMu.Lock()
 		s.Workers[i] = w.pub
 		w.pubMu.Unlock()
+		s.Workers[i].DeadLetters += w.closedDead.Load()
 		if w.state.Load() == workerParked {
 			s.ParkedWorkers++
 		}
@@ -300,10 +308,25 @@ func (e *Executor) Stats() Stats {
 	if !e.closed.Load() {
 		s.LiveActors = e.live()
 	}
+	var ctlTaken uint64
 	for _, m := range e.mailboxes {
 		s.QueuedMessages += m.queued()
 		s.MessagesSent += m.sentCount()
 	}
+	for i := range s.Workers {
+		ctlTaken += s.Workers[i].control
+	}
+	// Control envelopes are not messages: those still queued are the ones
+	// sent and not taken (ctlSent less the workers' published control
+	// counts). ctlSent is read after the mailboxes and the counts before,
+	// so the difference is never below the control envelopes the mailboxes
+	// held when read: QueuedMessages may come out low while control
+	// envelopes flow, never high, and is exact once the workers have
+	// published (a quiet system). Closed mailboxes hold nothing.
+	if ctl := e.sup.ctlSent.Load(); ctl > ctlTaken && !e.closed.Load() {
+		s.QueuedMessages = max(s.QueuedMessages-int(ctl-ctlTaken), 0)
+	}
+	s.QueuedMessages += e.privQueued()
 	for i := range s.Workers {
 		s.MessagesSent += s.Workers[i].LocalSends
 	}
@@ -331,4 +354,25 @@ func (e *Executor) Stats() Stats {
 	s.MailboxRejected, s.MailboxDroppedNewest = e.sup.rejected.Load(), e.sup.droppedNewest.Load()
 	s.MailboxDroppedOldest, s.WatchNotices = e.sup.droppedOldest.Load(), e.sup.notices.Load()
 	return s
+}
+
+// privQueued returns the messages queued in the private queues of the
+// extended actors (bounded and supervised ones), each queue read under its
+// lock. Stats calls it; it costs one lock per such actor alive.
+func (e *Executor) privQueued() int {
+	e.sup.mu.Lock()
+	qs := make([]*privQueue, 0, len(e.sup.exts))
+	for _, x := range e.sup.exts {
+		if x.pq != nil {
+			qs = append(qs, x.pq)
+		}
+	}
+	e.sup.mu.Unlock()
+	n := 0
+	for _, q := range qs {
+		q.mu.Lock()
+		n += q.ring.n
+		q.mu.Unlock()
+	}
+	return n
 }

@@ -35,8 +35,11 @@ const forcedStopGrace = time.Second
 // closes the mailboxes. If ctx ends first, Stop shuts the executor down
 // anyway (each worker finishes the behaviour it is running, if any, and drops
 // the rest of its batch; Stop waits up to forcedStopGrace, one second, for a
-// worker to leave its behaviour, then returns without it and without running
-// the Stopped hooks) and returns an error wrapping ErrActorsAlive and ctx's
+// worker to leave its behaviour, then returns without it), runs the Stopped
+// hooks of the actors still alive on a goroutine it starts and waits for
+// (but not the hook of an actor whose code a worker it gave up on is still
+// running), tells their watchers ReasonStopped, and returns an error
+// wrapping ErrActorsAlive and ctx's
 // cause that says how many actors were still alive; those actors count as
 // terminated from then on (Cell.Alive reports false once every worker has
 // left its behaviour) and may be spawned into another executor.
@@ -49,21 +52,26 @@ const forcedStopGrace = time.Second
 // to actors that had terminated, still queued at the end, or dropped from
 // batches at a forced stop; not those a bounded mailbox dropped by its
 // overflow policy, which Stats counts), naming the type of one of those
-// sent to terminated actors. Stop returns nil when all is well.
+// sent to terminated actors. A message still queued for an actor that had
+// terminated counts as sent to a terminated actor, in this error and in
+// Stats (WorkerStats.DeadLetters), so after a clean stop every undelivered
+// message is a dead letter of Stats. Stop returns nil when all is well.
 // After Stop, sends report ErrStopped, except to an actor that had
 // terminated before (ErrTerminated).
 //
 // Stop runs once. Callers that call it while it runs wait for it and get
 // the same result (or, if their own context ends first, an error wrapping
 // ErrActorsAlive and their context's cause); callers after it has returned
-// get ErrStopped. Called from a behaviour, or from a hook or error handler
-// that the stop itself runs (Stopped hooks and OnError at a forced stop),
-// it returns ErrStopInBehaviour and stops nothing.
+// get ErrStopped. Called from a behaviour, from code that the executor's
+// timer goroutine runs (an AskFunc function or OnError called by a timer's
+// firing: Stop ends that goroutine and waits for it), or from a hook or
+// error handler that the stop itself runs (Stopped hooks and OnError at a
+// forced stop), it returns ErrStopInBehaviour and stops nothing.
 func (e *Executor) Stop(ctx context.Context) error {
 	if e == nil || e.stop.done == nil {
 		return ErrNotStarted
 	}
-	if e.inBehaviour() {
+	if e.inBehaviour() || e.timers.inFiring() {
 		return ErrStopInBehaviour
 	}
 	s := &e.stop
@@ -125,9 +133,16 @@ func (e *Executor) runStop(ctx context.Context) error {
 		}
 		errs = append(errs, fmt.Errorf("%w: a worker is still running a behaviour %v after the stop; it exits when the behaviour returns",
 			ErrActorsAlive, forcedStopGrace))
-		e.gaveUp.Store(true) // the last worker to exit stores closed (see Executor.closed)
-		if int(e.exited.Load()) == len(e.workers) {
-			e.closed.Store(true) // it exited just now
+	}
+	// The extended actors whose code a stuck worker runs: their Stopped
+	// hooks would run beside it (see deliverExtClaimed). Loaded after
+	// shutdown was stored.
+	var busy []*Cell
+	if !allExited {
+		for _, w := range e.workers {
+			if c := w.inExt.Load(); c != nil && w.state.Load() != workerExited {
+				busy = append(busy, c)
+			}
 		}
 	}
 
@@ -138,15 +153,29 @@ func (e *Executor) runStop(ctx context.Context) error {
 		dead += w.pub.DeadLetters
 		w.pubMu.Unlock()
 	}
-	queued := e.stopExts(allExited && e.forced.Load()) // extended actors still alive (a forced stop)
+	queued := e.stopExts(allExited, busy) // extended actors still alive (a forced stop)
 	if allExited {
 		e.closed.Store(true) // after the Stopped hooks: see Executor.closed
+	} else {
+		// After the Stopped hooks too: the last worker to exit stores
+		// closed (see Executor.closed).
+		e.gaveUp.Store(true)
+		if int(e.exited.Load()) == len(e.workers) {
+			e.closed.Store(true) // it exited just now
+		}
 	}
 	for _, m := range e.mailboxes {
-		queued += int64(m.close())
+		d, a := m.close()
+		queued += int64(a)
+		if d > 0 {
+			// Dead letters, as a worker would have counted them: on
+			// the worker whose range holds the mailbox.
+			e.workers[m.owner.Load()].closedDead.Add(uint64(d))
+			dead += uint64(d)
+		}
 	}
 	for _, m := range e.spares {
-		m.close()
+		m.close() // no actor is placed on a spare: nothing is queued there
 	}
 	dropped := e.undeliver.Load()
 	e.errMu.Lock()
@@ -191,4 +220,57 @@ func (e *Executor) waitWorkers(grace time.Duration) bool {
 	case <-t.C:
 		return false
 	}
+}
+
+// deliverExtClaimed delivers env, whose actor is extended or whose
+// incarnation has ended, through deliverExt, marking the actor as running
+// on this worker (inExt) while its code runs, so that a forced Stop that
+// gives up on this worker does not run the actor's Stopped hook beside it.
+//
+// The marker pairs with Executor.shutdown, Dekker-style: the worker stores
+// inExt and then loads shutdown; Stop stores shutdown and, after its grace,
+// loads every stuck worker's inExt. So either the worker sees shutdown and
+// runs nothing of the actor (env is dropped, as the rest of a batch at a
+// forced stop), or Stop sees the marker and skips the actor's hook (or
+// both). An actor alive while shutdown is set means a forced stop: at a
+// clean one no actor is alive.
+func (w *worker) deliverExtClaimed(env *envelope) {
+	c := env.cell
+	if c.state.Load()|cellPlain != env.want {
+		w.deliverExt(env) // a dead letter: none of the actor's code runs
+		return
+	}
+	w.inExt.Store(c)
+	if w.e.shutdown.Load() {
+		w.inExt.Store(nil)
+		if env.fn == ctlFn {
+			w.st.control++
+			return
+		}
+		w.st.Dropped++
+		w.e.undeliver.Add(1)
+		dropped(env.msg, ErrStopped)
+		return
+	}
+	w.deliverExt(env)
+	w.inExt.Store(nil)
+}
+
+// leaveExt clears inExt after the code of an extended actor ended by a
+// panic or runtime.Goexit (recovered, resume), which skipped the clearing
+// in deliverExtClaimed.
+func (w *worker) leaveExt() {
+	if w.inExt.Load() != nil {
+		w.inExt.Store(nil)
+	}
+}
+
+// cellIn reports whether c is in cs.
+func cellIn(cs []*Cell, c *Cell) bool {
+	for _, x := range cs {
+		if x == c {
+			return true
+		}
+	}
+	return false
 }

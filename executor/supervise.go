@@ -148,8 +148,9 @@ type Starter interface{ Started() }
 // Stopper is the optional Stopped hook of an actor type: it runs on the
 // actor's worker when the actor terminates, for any reason, before its
 // Destroy and Release hooks; after a forced Stop, for actors still alive,
-// it runs once every worker has exited, on a goroutine that Stop starts
-// and waits for.
+// it runs on a goroutine that Stop starts and waits for, once every worker
+// has exited or Stop gave up waiting for one stuck in a behaviour (then not
+// for the actor whose code that worker is running).
 type Stopper interface{ Stopped(why Reason) }
 
 // Terminated tells a watcher (see Watch) that the actor it watched has
@@ -1144,10 +1145,11 @@ func (t *extTerm) run(w *worker) {
 }
 
 // stopExts finishes, at a forced Stop, the extended actors still alive:
-// their Stopped hooks run if every worker has exited (hooks) and their
-// watchers are told ReasonStopped. It returns the messages their private
-// queues still held (undelivered).
-func (e *Executor) stopExts(hooks bool) int64 {
+// their Stopped hooks run, except those of busy, the actors whose code a
+// worker that Stop gave up on is running (allExited is false then), and
+// their watchers are told ReasonStopped. It returns the messages their
+// private queues still held (undelivered).
+func (e *Executor) stopExts(allExited bool, busy []*Cell) int64 {
 	e.sup.mu.Lock()
 	exts := e.sup.exts
 	e.sup.exts, e.sup.stopped = nil, true
@@ -1157,7 +1159,11 @@ func (e *Executor) stopExts(hooks bool) int64 {
 		if c.state.Load()|cellPlain != x.inc|cellAlive|cellPlain {
 			continue
 		}
-		if hooks && x.stopper != nil {
+		// A Stopper is extended from its spawn: every delivery to it is
+		// marked (see deliverExtClaimed), so unless it is busy no worker
+		// runs its code, nor will.
+		hook := x.stopper != nil && !cellIn(busy, c)
+		if hook {
 			stopped := func() {
 				// A Stop the hook calls is still one from the stop itself.
 				prev := e.stop.runner.Swap(selfID())
@@ -1174,11 +1180,11 @@ func (e *Executor) stopExts(hooks bool) int64 {
 				left++
 			}
 		}
-		x.mu.Lock() // finish, on a worker still stuck in a behaviour (!hooks), may be writing obj
+		x.mu.Lock() // finish, on a worker still stuck in its behaviour (busy), may be writing obj
 		obj := x.obj
 		x.mu.Unlock()
-		if obj == nil && hooks {
-			obj = c.obj // every worker has exited: nothing writes it now
+		if obj == nil && (allExited || hook) {
+			obj = c.obj // no worker runs its code: nothing writes it now
 		}
 		e.sup.notices.Add(uint64(x.finish(obj, ReasonStopped, ErrStopped)))
 	}

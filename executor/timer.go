@@ -22,8 +22,9 @@ import (
 //
 // A pending timer is one timerEntry, stored by value in a slab, plus its slab
 // index (an int32) in a 4-ary min-heap ordered by deadline; periodic timers
-// also keep their period in a side map. There is no goroutine, time.Timer or
-// allocation per timer.
+// also keep their period in a side map. There is no goroutine or time.Timer
+// per timer, and no allocation per one-shot timer; a periodic timer
+// allocates its periodicTick, the message it sends at every firing.
 //
 // The slab is a list of fixed-size chunks of entries. Entries never move,
 // because a handle (Timer) names its entry by slab index, checked against a
@@ -75,8 +76,10 @@ import (
 // per hold so that setters and stoppers wait for a bounded batch of sends.
 // Firing under the mutex makes Stop exact: Stop returns true if and only if
 // the timer was still pending, and then nothing is delivered by it after
-// Stop returns, periodic timers included; a one-shot timer whose Stop returns
-// false has fired (delivered, or counted dead) or was stopped before. The
+// Stop returns, periodic timers included (a periodic timer's firing still
+// queued is discarded when it comes to be delivered: see periodicTick); a
+// one-shot timer whose Stop returns false has fired (delivered, or counted
+// dead) or was stopped before. The
 // send itself never blocks (a mailbox lock, at worst a wake-up of a parked
 // worker), and neither does an internal timeout's callback.
 //
@@ -158,7 +161,8 @@ type timers struct {
 	// mu held, and 0 otherwise: stored by the goroutine after it takes mu
 	// and cleared before it releases it. lock reads it to let the
 	// goroutine reenter add and Timer.Stop from a firing (see Locking
-	// above); any other goroutine reads 0 or an identity not its own.
+	// above), and Stop reads it (inFiring) to refuse to run there; any
+	// other goroutine reads 0 or an identity not its own.
 	firing atomic.Uint64
 	// mu guards every field from here to the counters. Taken by add,
 	// Timer.Stop, the timer goroutine while it fires, and close.
@@ -201,11 +205,14 @@ type timers struct {
 	sleep atomic.Uint32
 
 	// pending counts message timers set and neither fired (one-shot),
-	// stopped nor dropped; fired counts deliveries made (every firing of a
-	// periodic timer); dead counts firings whose send failed (the port's
-	// incarnation had terminated, the executor stopped, or a full bounded
-	// mailbox refused the message) and timers dropped by close. Internal timeouts are not counted. Written (atomic
-	// adds) under mu; read by stats without it.
+	// stopped nor dropped; fired counts the firings sent: a one-shot's
+	// when its send succeeds, a periodic timer's when its delivery begins
+	// (runTick) or the executor drops it (periodicTick.lost); dead counts
+	// firings whose send failed (the port's incarnation had terminated,
+	// the executor stopped, or a full bounded mailbox refused the message)
+	// and timers dropped by close. Internal timeouts are not counted.
+	// Written with atomic adds, under mu except fired by runTick and lost;
+	// read by stats without it.
 	pending     atomic.Int64
 	fired, dead atomic.Uint64
 }
@@ -247,6 +254,9 @@ func (t Timer) Stop() bool {
 	if en.cell != nil {
 		ts.pending.Add(-1)
 	}
+	if tk, ok := en.msg.(*periodicTick); ok {
+		tk.state.Or(tickStopped) // its firing still queued is not delivered
+	}
 	ts.removeAt(int(en.pos))
 	ts.free(t.idx)
 	return true
@@ -284,11 +294,16 @@ func SendAfter[M any](p Port[M], d time.Duration, msg M) (Timer, error) {
 //
 // It sends the same message every time, so the message must be safe to be
 // delivered repeatedly: the receiving behaviour must not set Delete or
-// Destroy on it, nor send it on, and should treat it as read-only (two
-// deliveries can be queued at once when the actor is slower than the
-// period). A firing that comes late (a loaded system) is delivered once,
+// Destroy on it (they do nothing), nor send it on, and should treat it as
+// read-only. A firing that comes late (a loaded system) is delivered once,
 // and the periods missed meanwhile are skipped, not queued: the next firing
 // is at the first deadline of the original schedule that is still ahead.
+// Likewise a firing that comes while the previous one still waits in the
+// actor's mailbox (an actor slower than the period) is skipped: at most one
+// firing waits there, beside the one being delivered. Stats.TimersFired
+// counts the firings delivered, or dropped undelivered (a dead letter, an
+// overflow); a firing still queued when Stop returns true is discarded, and
+// counted in neither TimersFired nor TimersDead.
 //
 // Errors: ErrBadPeriod (period <= 0), and SendAfter's.
 func SendEvery[M any](p Port[M], period time.Duration, msg M) (Timer, error) {
@@ -330,7 +345,82 @@ func schedule(c *Cell, fn unsafe.Pointer, coff, want uint32, d, period time.Dura
 		return Timer{}, err
 	}
 	e := c.executor()
+	if period > 0 {
+		// A periodic timer sends its tick, which delivers msg through fn
+		// (see periodicTick).
+		t := &periodicTick{fn: fn, msg: msg, ts: &e.timers}
+		return e.timers.add(e, d, int64(period), c, tickFn, coff, want, t)
+	}
 	return e.timers.add(e, d, int64(period), c, fn, coff, want, msg)
+}
+
+// periodicTick is the message a periodic timer sends at each firing (one
+// per timer, allocated by SendEvery and sent again at every firing): its
+// delivery runs the port's behaviour fn on the timer's message msg, unless
+// the timer was stopped meanwhile. It keeps a periodic timer's firings from
+// piling up in a slow actor's mailbox, and keeps Timer.Stop's promise for
+// the firing still queued.
+//
+// state holds two bits. tickQueued is set by the timer goroutine (under
+// timers.mu) when it sends the tick, and cleared by whoever ends that
+// envelope: the worker that begins its delivery (runTick), the executor
+// dropping it (lost, through dropped), or the firing itself when the send
+// fails. The timer goroutine does not send while it is set, so at most one
+// envelope of the tick is queued, beside at most one being delivered.
+// tickStopped is set by Timer.Stop (under timers.mu) and never cleared:
+// runTick begins a delivery only by clearing tickQueued with a CAS that
+// fails once tickStopped is set, so after Stop has returned true nothing of
+// the timer is delivered (a delivery begun before may still be running).
+type periodicTick struct {
+	fn    unsafe.Pointer // the port's behaviour, erased
+	msg   any            // the timer's message
+	ts    *timers        // for the counters
+	state atomic.Uint32
+}
+
+const (
+	tickQueued  = 1 << iota // an envelope of the tick is queued
+	tickStopped             // Timer.Stop stopped the timer
+)
+
+// tickFn is the behaviour that periodic timers send with their tick.
+var tickFn = erased.Erase(runTick)
+
+// runTick delivers a periodic timer's firing (see periodicTick): it counts
+// the firing and runs the port's behaviour on self with the timer's message,
+// returning its status; or, if the timer was stopped, it discards the
+// firing, which then counts as neither fired nor dead (like a timer stopped
+// while pending), and returns Nodelete.
+func runTick(self *byte, t *periodicTick) Allocation {
+	for {
+		s := t.state.Load()
+		if s&tickStopped != 0 {
+			return Nodelete
+		}
+		if t.state.CompareAndSwap(s, s&^tickQueued) {
+			break
+		}
+	}
+	t.ts.fired.Add(1)
+	return Allocation(erased.Call(t.fn, unsafe.Pointer(self), erased.Data(t.msg)))
+}
+
+// lost is called (by dropped) when the executor drops an envelope of the
+// tick without delivering it (a dead letter, a bounded mailbox's overflow,
+// a stop): the firing counts as fired, as a one-shot timer's whose message
+// is dropped after its send, and the next firing may send again.
+func (t *periodicTick) lost() {
+	t.ts.fired.Add(1)
+	t.state.And(^uint32(tickQueued))
+}
+
+// userMessage returns the message a behaviour receives for msg: the timer's
+// message for a periodic timer's tick, else msg.
+func userMessage(msg any) any {
+	if t, ok := msg.(*periodicTick); ok {
+		return t.msg
+	}
+	return msg
 }
 
 // afterTimeout calls f.timedOut on the timer goroutine once d has passed,
@@ -407,11 +497,20 @@ func (ts *timers) add(e *Executor, d time.Duration, period int64, c *Cell, fn un
 // the caller is the timer goroutine inside a firing, which holds mu already
 // (see Locking at the top of this file).
 func (ts *timers) lock() bool {
-	if f := ts.firing.Load(); f != 0 && f == selfID() {
+	if ts.inFiring() {
 		return false
 	}
 	ts.mu.Lock()
 	return true
+}
+
+// inFiring reports whether the caller is the timer goroutine inside a
+// firing, running code that the firing called (an AskFunc function, a
+// timeout's callback, OnError): it holds mu. Stop reads it to refuse to run
+// there, since close takes mu and waits for the goroutine to exit.
+func (ts *timers) inFiring() bool {
+	f := ts.firing.Load()
+	return f != 0 && f == selfID()
 }
 
 // close stops the timer goroutine (waiting for it to exit) and drops every
@@ -552,11 +651,23 @@ func (ts *timers) fire(now int64) (next int64, more bool) {
 			continue
 		}
 		gen := en.gen
-		err := send(en.cell, uintptr(en.coff), math.MaxUint32, en.want, en.fn, en.msg)
-		if err == nil {
-			ts.fired.Add(1)
-		} else {
-			ts.dead.Add(1)
+		var err error
+		switch tk, _ := en.msg.(*periodicTick); {
+		case tk == nil: // a one-shot timer
+			if err = send(en.cell, uintptr(en.coff), math.MaxUint32, en.want, en.fn, en.msg); err == nil {
+				ts.fired.Add(1)
+			} else {
+				ts.dead.Add(1)
+			}
+		case tk.state.Load()&tickQueued != 0:
+			// The previous firing is still queued: this one is skipped,
+			// like a missed period (its delivery is counted by runTick).
+		default:
+			tk.state.Or(tickQueued)
+			if err = send(en.cell, uintptr(en.coff), math.MaxUint32, en.want, en.fn, en.msg); err != nil {
+				tk.state.And(^uint32(tickQueued))
+				ts.dead.Add(1)
+			}
 		}
 		if en.gen != gen {
 			// Stopped during its own firing, by code the send ran (see

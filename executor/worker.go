@@ -184,6 +184,19 @@ type worker struct {
 	pubMu    sync.Mutex
 	pub      WorkerStats
 	pubEpoch atomic.Uint64
+	// closedDead counts the dead letters Stop found queued in this
+	// worker's mailboxes when it closed them (mailbox.close). Added by
+	// Stop, after the worker exited or Stop gave up on it; read by Stats,
+	// which adds it to the worker's DeadLetters (the worker's own count,
+	// pub, knows nothing of them).
+	closedDead atomic.Uint64
+	// inExt is the extended actor whose code (behaviour, hooks, reset,
+	// private queue) this worker is running, or nil: stored by the worker
+	// before it runs that code and cleared after (deliverExtClaimed,
+	// recovered, resume). Read by a forced Stop that gave up on this
+	// worker, which leaves that actor's Stopped hook to nobody and runs the
+	// others' (see deliverExtClaimed for the pairing with shutdown).
+	inExt atomic.Pointer[Cell]
 	// batchSeq's low 32 bits change at every mailbox visit (see
 	// processCurrent; its re-takes of the mailbox are part of the visit)
 	// and at every sleep (park): the watcher, and a thief (victimStuck),
@@ -324,6 +337,7 @@ func (w *worker) resume() {
 	w.start(&err) // pinning worked before; a failure now only loses the pinning
 	defer w.exit()
 	w.termGoexit, w.pendingPanic, w.termPanics = false, nil, nil
+	w.leaveExt() // a Goexit ended the code of an extended actor
 	if w.cur != nil {
 		w.processCurrent()
 		if w.handoff != nil {

@@ -103,7 +103,7 @@ func NewCollector() *Collector {
 		panics:        desc("panics_total", "Behaviours or hooks that panicked (recovered; the actor was terminated unless it was spawned with a supervision option: see restarts, resumes and escalations).", w...),
 		live:          desc("live_actors", "Actors spawned and not yet terminated in the current system."),
 		parked:        desc("parked_workers", "Workers of the current system asleep at the time of the scrape."),
-		queued:        desc("queued_messages", "Messages waiting in the current system's mailboxes, not yet gulped."),
+		queued:        desc("queued_messages", "Messages waiting for the current system's actors (in mailboxes, and in bounded or supervised actors' queues), not yet taken."),
 		workers:       desc("workers", "Worker threads of the current system."),
 		queues:        desc("queues", "Mailboxes (sharded message queues) of the current system."),
 		stale:         desc("stale_workers", "Workers that did not publish fresh counters in time for this scrape (busy in a long behaviour); their previous counters are exported."),

@@ -29,13 +29,129 @@ type privQueue struct {
 	room chan struct{}
 }
 
-// put queues a message (see Overflow and SendContext).
+// putResult is what offer decided about a message, under q.mu; put acts
+// on it after the lock is released.
+type putResult uint8
+
+const (
+	// putQueued: queued, and a drain token is already on its way (or
+	// the worker is draining, or the actor is suspended).
+	putQueued putResult = iota
+	// putKick: queued into an idle queue, and scheduled is now set: the
+	// caller sends the drain token.
+	putKick
+	// putDroppedOldest: queued into a full DropOldest queue, whose oldest
+	// message (putOutcome.old) the caller drops.
+	putDroppedOldest
+	// putDroppedNewest: the queue is full (DropNewest): not queued, the
+	// caller drops the message.
+	putDroppedNewest
+	// putRejected: the queue is full (Reject): not queued, the message
+	// stays the sender's.
+	putRejected
+	// putWait: the queue is full and the caller may wait for room, on
+	// putOutcome.room, and then offer again.
+	putWait
+	// putClosed: the queue is closed (the actor ended, or a forced Stop
+	// closed it): not queued.
+	putClosed
+)
+
+// putOutcome is offer's decision.
+type putOutcome struct {
+	res  putResult
+	old  envelope      // putDroppedOldest: the message evicted
+	room chan struct{} // putWait: closed when a message is taken or the queue closes
+}
+
+// offer decides, under q.mu, what becomes of env sent to an actor with
+// bound and overflow (bound 0: unbounded); wait says that the sender may
+// wait for room (SendContext from outside the behaviours). It queues env
+// unless the result says otherwise, and has no other effect: the caller
+// acts on the outcome after the lock is released.
+func (q *privQueue) offer(env *envelope, bound int, overflow Overflow, wait bool) putOutcome {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return putOutcome{res: putClosed}
+	}
+	if bound > 0 && q.ring.n >= bound && env.fn != pillFn {
+		if wait {
+			if q.room == nil {
+				q.room = make(chan struct{})
+			}
+			return putOutcome{res: putWait, room: q.room}
+		}
+		ov := overflow
+		if ov == DropOldest && q.ring.buf[q.ring.head].fn == pillFn {
+			// Never drop a pill: what is sent after it is a dead
+			// letter anyway, so drop that.
+			ov = DropNewest
+		}
+		switch ov {
+		case DropNewest:
+			return putOutcome{res: putDroppedNewest}
+		case DropOldest:
+			old := q.ring.pop()
+			q.ring.push(*env)
+			return putOutcome{res: putDroppedOldest, old: old}
+		default:
+			return putOutcome{res: putRejected}
+		}
+	}
+	q.ring.push(*env)
+	if q.scheduled || q.suspended {
+		return putOutcome{res: putQueued}
+	}
+	q.scheduled = true
+	return putOutcome{res: putKick}
+}
+
+// put sends a message to the actor of q (see Overflow and SendContext): it
+// returns nil once the message is queued, or dropped by the overflow
+// policy, and an error when it is not queued and stays the sender's.
+//
+// A queued message belongs to the queue: it is delivered, evicted by
+// DropOldest, or dropped and counted by the close of the queue (a dead
+// letter when the actor ends, undelivered at a forced Stop). So put does
+// not report the drain token it sends for a queue it found idle: that
+// token is refused only when the actor has begun to end, or when a forced
+// Stop has closed the mailboxes; either way the queue is closed after the
+// message was queued (a termination closes it in extTerm's termDead step,
+// a forced Stop in stopExts, before it closes the mailboxes), and that
+// close counts the message.
 func (q *privQueue) put(c *Cell, x *cellExt, coff, want uint32, fn unsafe.Pointer, msg any, ctx context.Context) error {
 	e := c.executor()
+	env := envelope{cell: c, fn: fn, msg: msg, coff: coff, want: want}
+	// SendContext from outside the behaviours waits for room, whatever
+	// the overflow policy; a worker never waits.
+	wait := ctx != nil && runningWorker() == nil
 	for {
-		q.mu.Lock()
-		if q.closed {
-			q.mu.Unlock()
+		o := q.offer(&env, x.bound, x.overflow, wait)
+		switch o.res {
+		case putQueued:
+			e.sup.privSent.Add(1)
+		case putKick:
+			e.sup.privSent.Add(1)
+			_ = sendControl(c, want, drainMsg) // refused: the queue's close counts msg (see above)
+		case putDroppedOldest:
+			e.sup.droppedOldest.Add(1)
+			e.sup.privSent.Add(1)
+			dropped(o.old.msg, ErrMailboxFull)
+		case putDroppedNewest:
+			e.sup.droppedNewest.Add(1)
+			dropped(msg, ErrMailboxFull)
+		case putRejected:
+			e.sup.rejected.Add(1)
+			return ErrMailboxFull
+		case putWait:
+			select {
+			case <-o.room:
+				continue
+			case <-ctx.Done():
+				return fmt.Errorf("%w: %w", ErrMailboxFull, context.Cause(ctx))
+			}
+		case putClosed:
 			if c.state.Load()|cellPlain == want {
 				// Still alive: a forced Stop closed the queue (stopExts),
 				// and after Stop sends report ErrStopped. A termination
@@ -43,55 +159,6 @@ func (q *privQueue) put(c *Cell, x *cellExt, coff, want uint32, fn unsafe.Pointe
 				return ErrStopped
 			}
 			return ErrTerminated
-		}
-		if x.bound > 0 && q.ring.n >= x.bound && fn != pillFn {
-			if ctx != nil && runningWorker() == nil {
-				ch := q.room
-				if ch == nil {
-					ch = make(chan struct{})
-					q.room = ch
-				}
-				q.mu.Unlock()
-				select {
-				case <-ch:
-					continue
-				case <-ctx.Done():
-					return fmt.Errorf("%w: %w", ErrMailboxFull, context.Cause(ctx))
-				}
-			}
-			ov := x.overflow
-			if ov == DropOldest && q.ring.buf[q.ring.head].fn == pillFn {
-				// Never drop a pill: what is sent after it is a dead
-				// letter anyway, so drop that.
-				ov = DropNewest
-			}
-			switch ov {
-			case DropNewest:
-				q.mu.Unlock()
-				e.sup.droppedNewest.Add(1)
-				dropped(msg, ErrMailboxFull)
-				return nil
-			case DropOldest:
-				old := q.ring.pop()
-				q.ring.push(envelope{cell: c, fn: fn, msg: msg, coff: coff, want: want})
-				q.mu.Unlock()
-				e.sup.droppedOldest.Add(1)
-				e.sup.privSent.Add(1)
-				dropped(old.msg, ErrMailboxFull)
-				return nil
-			default:
-				q.mu.Unlock()
-				e.sup.rejected.Add(1)
-				return ErrMailboxFull
-			}
-		}
-		q.ring.push(envelope{cell: c, fn: fn, msg: msg, coff: coff, want: want})
-		kick := !q.scheduled && !q.suspended
-		q.scheduled = q.scheduled || kick
-		q.mu.Unlock()
-		e.sup.privSent.Add(1)
-		if kick {
-			return sendControl(c, want, drainMsg)
 		}
 		return nil
 	}

@@ -1,0 +1,71 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// pqMsg is a message for the private-queue tests.
+type pqMsg struct{ Message }
+
+// startBoom is a bounded actor whose Started hook waits for go_ and then
+// panics: the actor terminates before delivering any message.
+type startBoom struct {
+	cell Cell
+	go_  chan struct{}
+}
+
+func (s *startBoom) Started()                { <-s.go_; panic("start") }
+func (s *startBoom) onMsg(*pqMsg) Allocation { return Nodelete }
+
+// A Send into a private queue that the actor's termination races either
+// queues the message and succeeds (the message is then a dead letter) or
+// fails and leaves the message with its sender: never both. The send whose
+// message opened an idle queue sends the drain token; when that token was
+// refused because the actor had begun to end, Send returned ErrTerminated
+// for a message it had queued and the termination counted dead.
+func TestSendIntoEndingPrivateQueueReportsWhatItDid(t *testing.T) {
+	e, err := Start(Config{Workers: 2})
+	require.NoError(t, err)
+	var ok, refused uint64
+	const runs = 3000
+	for i := range runs {
+		s := &startBoom{go_: make(chan struct{})}
+		require.NoError(t, SpawnWith(e, &s.cell, s, SpawnOptions{MailboxBound: 8}))
+		p, err := Bind(&s.cell, s, (*startBoom).onMsg)
+		require.NoError(t, err)
+		ch, err := WatchChan(p)
+		require.NoError(t, err)
+		close(s.go_)
+		// Vary where the send falls in the hook's panic and termination;
+		// the test is correct wherever it falls.
+		for j := 0; j < i%600*4; j++ {
+			spinSink++
+		}
+		switch err := p.Send(&pqMsg{}); {
+		case err == nil:
+			ok++
+		case errors.Is(err, ErrTerminated):
+			refused++
+		default:
+			t.Fatalf("Send: %v", err)
+		}
+		notified(t, "startBoom", ch)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err = e.Stop(ctx)
+	require.ErrorIs(t, err, ErrPanic)
+	require.NotErrorIs(t, err, ErrActorsAlive)
+	dead := e.Stats().Total().DeadLetters
+	t.Logf("%d sends queued, %d refused", ok, refused)
+	assert.Equal(t, ok, dead, "dead letters must be exactly the sends that succeeded")
+}
+
+// spinSink keeps the tests' delay loops from being optimised away.
+var spinSink int

@@ -225,22 +225,26 @@ func (r *envRing) pop() envelope {
 const privBatch = 64
 
 // drainPrivate runs the Started hook if due, delivers up to privBatch
-// messages of the private queue, then, if more are left, sends the actor a new drain token.
+// messages of the private queue, then, if more are left, sends the actor a
+// new drain token. It stops, leaving the rest queued, when the actor
+// terminates, is suspended, or the executor shuts down: after a forced
+// Stop's decision no further message of the queue is delivered (Stop's
+// stopExts closes the queue and counts what it holds as undelivered), as a
+// worker drops the rest of its batch (drainBatch).
 func (w *worker) drainPrivate(c *Cell, x *cellExt, want uint32) {
 	if !w.runStarted(c, x, want, false) {
 		return
 	}
 	q := x.pq
 	for range privBatch {
-		q.mu.Lock()
-		if q.suspended || q.closed || q.ring.n == 0 {
-			q.scheduled = false
-			q.mu.Unlock()
+		if w.e.shutdown.Load() {
+			return // scheduled stays set: nothing drains the queue any more
+		}
+		env, ok := q.take()
+		if !ok {
 			return
 		}
-		w.sup.env = q.ring.pop()
-		q.signalRoom()
-		q.mu.Unlock()
+		w.sup.env = env
 		w.st.private++
 		w.sup.inPriv = true
 		w.deliverOne(&w.sup.env)
@@ -251,6 +255,20 @@ func (w *worker) drainPrivate(c *Cell, x *cellExt, want uint32) {
 		}
 	}
 	w.reschedule(c, x, want)
+}
+
+// take pops the next message for delivery, waking SendContext callers that
+// wait for room. It reports false, and clears scheduled, if there is none
+// to deliver: the queue is empty, suspended or closed.
+func (q *privQueue) take() (envelope, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.suspended || q.closed || q.ring.n == 0 {
+		q.scheduled = false
+		return envelope{}, false
+	}
+	q.signalRoom()
+	return q.ring.pop(), true
 }
 
 // reschedule sends a drain token if the private queue has messages to

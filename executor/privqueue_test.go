@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -69,3 +70,56 @@ func TestSendIntoEndingPrivateQueueReportsWhatItDid(t *testing.T) {
 
 // spinSink keeps the tests' delay loops from being optimised away.
 var spinSink int
+
+// slowSink is a bounded actor whose first message holds its worker until
+// gate closes; it counts its deliveries and its Stopped hook.
+type slowSink struct {
+	cell      Cell
+	began     chan struct{}
+	gate      chan struct{}
+	delivered atomic.Int32
+	stopped   atomic.Int32
+}
+
+func (s *slowSink) onMsg(*pqMsg) Allocation {
+	if s.delivered.Add(1) == 1 {
+		close(s.began)
+		<-s.gate
+	}
+	return Nodelete
+}
+
+func (s *slowSink) Stopped(Reason) { s.stopped.Add(1) }
+
+// A forced Stop ends the delivery of a private queue after the behaviour
+// that is running: the messages still queued are undelivered, the worker
+// exits, and the actor's Stopped hook runs. The worker used to deliver up
+// to a drain token's whole batch after the stop decision.
+func TestForcedStopEndsPrivateQueueDelivery(t *testing.T) {
+	e, err := Start(Config{Workers: 1})
+	require.NoError(t, err)
+	s := &slowSink{began: make(chan struct{}), gate: make(chan struct{})}
+	require.NoError(t, SpawnWith(e, &s.cell, s, SpawnOptions{MailboxBound: 100}))
+	p, err := Bind(&s.cell, s, (*slowSink).onMsg)
+	require.NoError(t, err)
+	const sent = 10
+	for range sent {
+		require.NoError(t, p.Send(&pqMsg{}))
+	}
+	<-s.began
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	stopped := make(chan error, 1)
+	go func() { stopped <- e.Stop(ctx) }()
+	for !e.shutdown.Load() {
+		time.Sleep(time.Millisecond) // the stop decision
+	}
+	close(s.gate)
+	err = <-stopped
+	require.ErrorIs(t, err, ErrActorsAlive)
+	assert.EqualValues(t, 1, s.delivered.Load(), "deliveries: only the one running at the stop decision")
+	assert.EqualValues(t, 1, s.stopped.Load(), "Stopped hook runs")
+	assert.ErrorIs(t, err, ErrUndelivered)
+	assert.Contains(t, err.Error(), "9 messages (0 sent to terminated actors, 9 still queued at stop")
+	assert.NotContains(t, err.Error(), "still running a behaviour")
+}

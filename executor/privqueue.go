@@ -24,6 +24,12 @@ type privQueue struct {
 	scheduled bool
 	suspended bool // a backoff or an escalation is pending (worker-written)
 	closed    bool // the actor terminated: sends fail (worker- or Stop-written)
+	// pills counts the queued poison pills that terminate the actor
+	// (status other than Nodelete): while one is queued, everything sent
+	// after it is a dead letter, so a full DropOldest queue drops the new
+	// message instead of evicting one sent before the pill. Kept by push
+	// and pop (offer, take, close).
+	pills int
 	// room, when non-nil, is closed by the worker when it pops from a full
 	// queue: SendContext callers wait on it.
 	room chan struct{}
@@ -83,23 +89,24 @@ func (q *privQueue) offer(env *envelope, bound int, overflow Overflow, wait bool
 			return putOutcome{res: putWait, room: q.room}
 		}
 		ov := overflow
-		if ov == DropOldest && q.ring.buf[q.ring.head].fn == pillFn {
-			// Never drop a pill: what is sent after it is a dead
-			// letter anyway, so drop that.
+		if ov == DropOldest && (q.pills > 0 || q.ring.buf[q.ring.head].fn == pillFn) {
+			// Never drop a pill, nor a message sent before a pill
+			// that terminates the actor: what is sent after such a
+			// pill is a dead letter anyway, so drop that.
 			ov = DropNewest
 		}
 		switch ov {
 		case DropNewest:
 			return putOutcome{res: putDroppedNewest}
 		case DropOldest:
-			old := q.ring.pop()
-			q.ring.push(*env)
+			old := q.pop()
+			q.push(env)
 			return putOutcome{res: putDroppedOldest, old: old}
 		default:
 			return putOutcome{res: putRejected}
 		}
 	}
-	q.ring.push(*env)
+	q.push(env)
 	if q.scheduled || q.suspended {
 		return putOutcome{res: putQueued}
 	}
@@ -177,6 +184,7 @@ func (q *privQueue) close() []envelope {
 	for q.ring.n > 0 {
 		rest = append(rest, q.ring.pop())
 	}
+	q.pills = 0
 	return rest
 }
 
@@ -268,7 +276,26 @@ func (q *privQueue) take() (envelope, bool) {
 		return envelope{}, false
 	}
 	q.signalRoom()
-	return q.ring.pop(), true
+	return q.pop(), true
+}
+
+// push queues env, counting a pill that terminates the actor. Called with
+// mu held.
+func (q *privQueue) push(env *envelope) {
+	if env.fn == pillFn && env.msg.(*Pill).status != Nodelete {
+		q.pills++
+	}
+	q.ring.push(*env)
+}
+
+// pop unqueues the oldest envelope (the queue must not be empty). Called
+// with mu held.
+func (q *privQueue) pop() envelope {
+	env := q.ring.pop()
+	if env.fn == pillFn && env.msg.(*Pill).status != Nodelete {
+		q.pills--
+	}
+	return env
 }
 
 // reschedule sends a drain token if the private queue has messages to

@@ -123,3 +123,65 @@ func TestForcedStopEndsPrivateQueueDelivery(t *testing.T) {
 	assert.Contains(t, err.Error(), "9 messages (0 sent to terminated actors, 9 still queued at stop")
 	assert.NotContains(t, err.Error(), "still running a behaviour")
 }
+
+// pqIDMsg is a numbered message.
+type pqIDMsg struct {
+	Message
+	id int
+}
+
+// heldSink is a bounded actor whose hold message holds its worker until
+// gate closes; it records the numbered messages it receives.
+type heldSink struct {
+	cell  Cell
+	began chan struct{}
+	gate  chan struct{}
+	got   []int // written by the actor's behaviour, read after its termination
+}
+
+func (s *heldSink) onHold(*hold) Allocation {
+	close(s.began)
+	<-s.gate
+	return Nodelete
+}
+
+func (s *heldSink) onID(m *pqIDMsg) Allocation {
+	s.got = append(s.got, m.id)
+	return Nodelete
+}
+
+// In a full DropOldest mailbox that holds a poison pill, a message sent
+// after the pill is dropped (it could only be a dead letter) instead of
+// evicting a message sent before the pill, which is delivered. Only a pill
+// at the head of the queue used to be kept: one behind other messages let
+// later sends evict them.
+func TestDropOldestKeepsMessagesSentBeforeAPill(t *testing.T) {
+	e, err := Start(Config{Workers: 1})
+	require.NoError(t, err)
+	s := &heldSink{began: make(chan struct{}), gate: make(chan struct{})}
+	require.NoError(t, SpawnWith(e, &s.cell, s, SpawnOptions{MailboxBound: 2, Overflow: DropOldest}))
+	hp, err := Bind(&s.cell, s, (*heldSink).onHold)
+	require.NoError(t, err)
+	ip, err := Bind(&s.cell, s, (*heldSink).onID)
+	require.NoError(t, err)
+	ch, err := WatchChan(ip)
+	require.NoError(t, err)
+	require.NoError(t, hp.Send(&hold{}))
+	<-s.began // the queue is empty, its worker held
+	require.NoError(t, ip.Send(&pqIDMsg{id: 1}))
+	require.NoError(t, ip.Send(&pqIDMsg{id: 2}))
+	// The queue is full: a DropOldest send evicts message 1.
+	require.NoError(t, ip.Send(&pqIDMsg{id: 3}))
+	require.NoError(t, SendPill(&s.cell, s, NewPill(Finished)))
+	// [2, 3, pill] (a pill is queued past the bound): messages sent after
+	// the pill must not evict 2 and 3.
+	require.NoError(t, ip.Send(&pqIDMsg{id: 4}))
+	require.NoError(t, ip.Send(&pqIDMsg{id: 5}))
+	close(s.gate)
+	notified(t, "heldSink", ch)
+	assert.Equal(t, []int{2, 3}, s.got, "delivered")
+	st := e.Stats()
+	assert.EqualValues(t, 1, st.MailboxDroppedOldest, "dropped oldest: message 1")
+	assert.EqualValues(t, 2, st.MailboxDroppedNewest, "dropped newest: messages 4 and 5")
+	require.NoError(t, e.Stop(context.Background()))
+}

@@ -69,7 +69,11 @@ const (
 	DropNewest
 	// DropOldest: the message is queued and the oldest queued one is
 	// dropped, counted (Stats.MailboxDroppedOldest); a request's requester
-	// gets ErrMailboxFull.
+	// gets ErrMailboxFull. Pills are never dropped, nor a message sent
+	// before a queued pill that terminates the actor: while such a pill is
+	// queued (or a pill is the oldest message) the new message is dropped
+	// instead, as DropNewest would (Stats.MailboxDroppedNewest), since it
+	// could only be a dead letter.
 	DropOldest
 )
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -30,6 +31,16 @@ type privQueue struct {
 	// message instead of evicting one sent before the pill. Kept by push
 	// and pop (offer, take, close).
 	pills int
+	// flooded: a push made the queue's length a flood point (offer), and
+	// its sender may be yielding until the actor's worker catches up (see
+	// flood.go). Set by offer; cleared by take once the length is down to
+	// floodLimit/2, or by close, which then advance floodSeq.
+	flooded bool
+	// floodSeq is advanced under mu when flooded is cleared; it pairs
+	// with the loads, without the lock, of senders yielding at a flood
+	// point (privFloodYield), which wait for it to move from the value
+	// offer read under mu when it decided the flood point.
+	floodSeq atomic.Uint32
 	// room, when non-nil, is closed by the worker when it pops from a full
 	// queue: SendContext callers wait on it.
 	room chan struct{}
@@ -68,6 +79,11 @@ type putOutcome struct {
 	res  putResult
 	old  envelope      // putDroppedOldest: the message evicted
 	room chan struct{} // putWait: closed when a message is taken or the queue closes
+	// flood (putQueued, putKick): the push made the queue's length a
+	// flood point; an outside sender yields (privFloodYield) until
+	// floodSeq moves on from seq.
+	flood bool
+	seq   uint32
 }
 
 // offer decides, under q.mu, what becomes of env sent to an actor with
@@ -107,11 +123,15 @@ func (q *privQueue) offer(env *envelope, bound int, overflow Overflow, wait bool
 		}
 	}
 	q.push(env)
-	if q.scheduled || q.suspended {
-		return putOutcome{res: putQueued}
+	o := putOutcome{res: putQueued}
+	if !q.scheduled && !q.suspended {
+		o.res, q.scheduled = putKick, true
 	}
-	q.scheduled = true
-	return putOutcome{res: putKick}
+	if floodPoint(q.ring.n, 1) {
+		q.flooded = true
+		o.flood, o.seq = true, q.floodSeq.Load()
+	}
+	return o
 }
 
 // put sends a message to the actor of q (see Overflow and SendContext): it
@@ -136,11 +156,14 @@ func (q *privQueue) put(c *Cell, x *cellExt, coff, want uint32, fn unsafe.Pointe
 	for {
 		o := q.offer(&env, x.bound, x.overflow, wait)
 		switch o.res {
-		case putQueued:
+		case putQueued, putKick:
 			e.sup.privSent.Add(1)
-		case putKick:
-			e.sup.privSent.Add(1)
-			_ = sendControl(c, want, drainMsg) // refused: the queue's close counts msg (see above)
+			if o.res == putKick {
+				_ = sendControl(c, want, drainMsg) // refused: the queue's close counts msg (see above)
+			}
+			if o.flood {
+				privFloodYield(e, q, o.seq)
+			}
 		case putDroppedOldest:
 			e.sup.droppedOldest.Add(1)
 			e.sup.privSent.Add(1)
@@ -185,6 +208,10 @@ func (q *privQueue) close() []envelope {
 		rest = append(rest, q.ring.pop())
 	}
 	q.pills = 0
+	if q.flooded {
+		q.flooded = false
+		q.floodSeq.Add(1)
+	}
 	return rest
 }
 
@@ -276,7 +303,12 @@ func (q *privQueue) take() (envelope, bool) {
 		return envelope{}, false
 	}
 	q.signalRoom()
-	return q.pop(), true
+	env := q.pop()
+	if q.flooded && q.ring.n <= floodLimit/2 {
+		q.flooded = false
+		q.floodSeq.Add(1) // its flooding sender stops yielding
+	}
+	return env, true
 }
 
 // push queues env, counting a pill that terminates the actor. Called with

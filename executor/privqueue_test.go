@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -184,4 +185,82 @@ func TestDropOldestKeepsMessagesSentBeforeAPill(t *testing.T) {
 	assert.EqualValues(t, 1, st.MailboxDroppedOldest, "dropped oldest: message 1")
 	assert.EqualValues(t, 2, st.MailboxDroppedNewest, "dropped newest: messages 4 and 5")
 	require.NoError(t, e.Stop(context.Background()))
+}
+
+// A goroutine outside the system flooding an actor with a private queue
+// (an unbounded supervised actor) yields at the queue's flood points, as
+// it does at a mailbox's: with the actor's worker held, each point waits
+// out floodWait. The private queue used to grow with no yield at all.
+func TestFloodIntoPrivateQueueYields(t *testing.T) {
+	var yields, timeouts atomic.Int64
+	testHookFloodYield = func(timedOut bool) {
+		yields.Add(1)
+		if timedOut {
+			timeouts.Add(1)
+		}
+	}
+	defer func() { testHookFloodYield = nil }()
+	e, err := Start(Config{Workers: 1})
+	require.NoError(t, err)
+	s := &heldSink{began: make(chan struct{}), gate: make(chan struct{})}
+	require.NoError(t, SpawnWith(e, &s.cell, s, SpawnOptions{OnPanic: Restart}))
+	hp, err := Bind(&s.cell, s, (*heldSink).onHold)
+	require.NoError(t, err)
+	ip, err := Bind(&s.cell, s, (*heldSink).onID)
+	require.NoError(t, err)
+	require.NoError(t, hp.Send(&hold{}))
+	<-s.began // the queue is empty, its worker held
+	const n = 2 * floodLimit
+	for i := range n {
+		require.NoError(t, ip.Send(&pqIDMsg{id: i}))
+	}
+	assert.EqualValues(t, 2, yields.Load(), "flood yields: at floodLimit and 2*floodLimit")
+	assert.EqualValues(t, 2, timeouts.Load(), "yields that waited out floodWait (the worker is held)")
+	close(s.gate)
+	require.NoError(t, SendPill(&s.cell, s, NewPill(Finished)))
+	require.NoError(t, e.Stop(context.Background()))
+	assert.Len(t, s.got, n, "delivered")
+}
+
+// peakSink records the longest its private queue was when it took a
+// message, and finishes at its n-th message.
+type peakSink struct {
+	cell Cell
+	n    int
+	got  int
+	peak int
+}
+
+func (s *peakSink) onMsg(*pqMsg) Allocation {
+	q := s.cell.ext.Load().pq
+	q.mu.Lock()
+	s.peak = max(s.peak, q.ring.n)
+	q.mu.Unlock()
+	if s.got++; s.got == s.n {
+		return Finished
+	}
+	return Nodelete
+}
+
+// A goroutine outside the system flooding an unbounded supervised actor
+// on one worker and one processor does not grow its private queue far
+// beyond floodLimit: it yields to the worker at each flood point.
+func TestFloodIntoPrivateQueueIsBounded(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	e, err := Start(Config{Workers: 1})
+	require.NoError(t, err)
+	const n = 64 * floodLimit
+	s := &peakSink{n: n}
+	require.NoError(t, SpawnWith(e, &s.cell, s, SpawnOptions{OnPanic: Restart}))
+	p, err := Bind(&s.cell, s, (*peakSink).onMsg)
+	require.NoError(t, err)
+	m := &pqMsg{}
+	for range n {
+		require.NoError(t, p.Send(m))
+	}
+	require.NoError(t, e.Stop(context.Background()))
+	assert.Equal(t, n, s.got)
+	// Room for waits that time out on a loaded machine, as in
+	// TestFloodFromOutsideIsBounded.
+	assert.LessOrEqual(t, s.peak, 4*floodLimit, "the private queue's peak length")
 }

@@ -10,10 +10,13 @@ import (
 
 // privQueue is a bounded or supervised actor's own queue.
 type privQueue struct {
-	// mu guards every field. Senders hold it to queue (and apply the
-	// bound); the actor's worker holds it to pop one message, to suspend
-	// and resume. It is never held while a behaviour or hook runs, nor
-	// across a push into the shared mailbox.
+	// mu guards every field but floodSeq. Senders hold it to queue (and
+	// apply the bound); the actor's worker holds it to pop one message,
+	// to suspend and resume. It is never held while a behaviour or hook
+	// runs, nor across a push into the shared mailbox: offer, take and
+	// close decide under it and return what happened, and their callers
+	// act on that after it (the drain token, drops and their counts, a
+	// flood yield, a wait for room).
 	mu   sync.Mutex
 	ring envRing
 	// scheduled: a drain token is queued in the shared mailbox, or the

@@ -171,7 +171,9 @@
 // (Reject: ErrMailboxFull) or succeeds by dropping the newest or the oldest
 // message (DropNewest, DropOldest: counted in Stats, never silent; a
 // dropped request's requester gets ErrMailboxFull). Poison pills are
-// queued past the bound and never dropped, so a termination is never lost.
+// queued past the bound and never dropped, so a termination is never lost;
+// while one that terminates the actor is queued, DropOldest drops the new
+// message rather than one sent before the pill.
 // Sends never block, and must not from a behaviour: a blocked
 // worker holds up every actor on its queues and can deadlock with the
 // actor it waits for. Goroutines outside the system that can wait use

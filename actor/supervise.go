@@ -96,7 +96,10 @@ type Overflow = executor.Overflow
 const (
 	Reject     = executor.Reject     // the send fails with ErrMailboxFull
 	DropNewest = executor.DropNewest // the new message is dropped, counted
-	DropOldest = executor.DropOldest // the oldest queued message is dropped, counted
+	// DropOldest: the oldest queued message is dropped, counted; while a
+	// pill that terminates the actor is queued, the new message is dropped
+	// instead (it could only be a dead letter), counted as DropNewest.
+	DropOldest = executor.DropOldest
 )
 
 // Failure is what an actor spawned WithEscalate sends its supervisor when a

@@ -76,7 +76,10 @@
 // worker has gulped the mailbox it pushed (at most 1 ms each time): every
 // 4,096 envelopes in one mailbox, and sooner when several mailboxes hold
 // 512 or more at once, so that their backlog together stays near 4,096
-// (see flood.go).
+// (see flood.go). A bounded or supervised actor's own queue has flood
+// points too, every 4,096 messages queued: there the goroutine yields
+// until the actor's worker has taken the queue down to 2,048 (at most
+// 1 ms each time).
 //
 // Such a goroutine's send to an actor whose worker is parked wakes that
 // worker, unless no processor is free for it: when GOMAXPROCS (at Start)

@@ -45,6 +45,13 @@ import (
 // mailboxes hold about floodLimit envelopes together when their producer
 // first waits.
 //
+// A bounded or supervised actor's private queue (privqueue.go) holds its
+// messages itself, and its shared mailbox only a drain token, so the
+// mailbox's flood points never come. The queue has its own: an outside
+// sender whose push made the queue's length a multiple of floodLimit
+// yields until the actor's worker has taken the queue down to
+// floodLimit/2, the queue is closed, or floodWait has passed.
+//
 // The executor's timer goroutine never waits here either: it fires holding
 // the timers' mutex, which behaviours take to set timers.
 //
@@ -108,22 +115,42 @@ func floodPoint(n int, deep int32) bool {
 // until mb's gulp sequence moves on from the one in w (a gulp, or a re-take
 // by the worker draining it), mb is closed, or floodWait has passed.
 func floodYield(mb *mailbox, w uint64) {
+	seq := w & wordSeqMask
+	floodWaitFor(mb.exec, func() bool {
+		now := mb.word.Load()
+		return now&wordSeqMask != seq || now&wordClosed != 0
+	})
+}
+
+// privFloodYield is called by a sender whose push made a private queue's
+// length a flood point (privQueue.offer), seq being the queue's floodSeq
+// then. Unless the caller is a worker, it yields until floodSeq moves on
+// (the actor's worker has taken the queue down to half a flood point, or
+// the queue closed), or floodWait has passed. A private queue is not
+// counted in deepQueues: its flood points are the multiples of floodLimit.
+func privFloodYield(e *Executor, q *privQueue, seq uint32) {
+	floodWaitFor(e, func() bool { return q.floodSeq.Load() != seq })
+}
+
+// floodWaitFor is the yield of floodYield and privFloodYield: unless the
+// caller is a worker or e's timer goroutine, it yields until moved reports
+// true or floodWait has passed (e may be nil: then it yields only the
+// processor).
+func floodWaitFor(e *Executor, moved func() bool) {
 	if runningWorker() != nil {
 		return // a behaviour: never waits
 	}
-	if e := mb.exec; e != nil && e.timers.runner.Load() == selfID() {
+	if e != nil && e.timers.runner.Load() == selfID() {
 		return // the timer goroutine, holding the timers' mutex
 	}
-	seq := w & wordSeqMask
-	osYield := mb.exec != nil && mb.exec.procs > 1
+	osYield := e != nil && e.procs > 1
 	var start time.Time
 	for i := 0; ; i++ {
 		if osYield && i >= floodGosched {
 			spin.OSYield()
 		}
 		runtime.Gosched()
-		now := mb.word.Load()
-		if now&wordSeqMask != seq || now&wordClosed != 0 {
+		if moved() {
 			if testHookFloodYield != nil {
 				testHookFloodYield(false)
 			}

@@ -69,7 +69,11 @@ const (
 	DropNewest
 	// DropOldest: the message is queued and the oldest queued one is
 	// dropped, counted (Stats.MailboxDroppedOldest); a request's requester
-	// gets ErrMailboxFull.
+	// gets ErrMailboxFull. Pills are never dropped, nor a message sent
+	// before a queued pill that terminates the actor: while such a pill is
+	// queued (or a pill is the oldest message) the new message is dropped
+	// instead, as DropNewest would (Stats.MailboxDroppedNewest), since it
+	// could only be a dead letter.
 	DropOldest
 )
 
@@ -500,156 +504,6 @@ func sendExt(c *Cell, coff, want uint32, fn unsafe.Pointer, msg any, ctx context
 	return x.pq.put(c, x, coff, want, fn, msg, ctx)
 }
 
-// privQueue is a bounded or supervised actor's own queue.
-type privQueue struct {
-	// mu guards every field. Senders hold it to queue (and apply the
-	// bound); the actor's worker holds it to pop one message, to suspend
-	// and resume. It is never held while a behaviour or hook runs, nor
-	// across a push into the shared mailbox.
-	mu   sync.Mutex
-	ring envRing
-	// scheduled: a drain token is queued in the shared mailbox, or the
-	// actor's worker is draining. Invariant (under mu): if the queue is
-	// non-empty and neither suspended nor closed, scheduled is set, so
-	// the messages will be drained. Set by the sender that finds it clear
-	// (which then sends the token); cleared by the worker that finds the
-	// queue empty or the actor suspended.
-	scheduled bool
-	suspended bool // a backoff or an escalation is pending (worker-written)
-	closed    bool // the actor terminated: sends fail (worker- or Stop-written)
-	// room, when non-nil, is closed by the worker when it pops from a full
-	// queue: SendContext callers wait on it.
-	room chan struct{}
-}
-
-// put queues a message (see Overflow and SendContext).
-func (q *privQueue) put(c *Cell, x *cellExt, coff, want uint32, fn unsafe.Pointer, msg any, ctx context.Context) error {
-	e := c.executor()
-	for {
-		q.mu.Lock()
-		if q.closed {
-			q.mu.Unlock()
-			if c.state.Load()|cellPlain == want {
-				// Still alive: a forced Stop closed the queue (stopExts),
-				// and after Stop sends report ErrStopped. A termination
-				// ends the alive state before it closes the queue.
-				return ErrStopped
-			}
-			return ErrTerminated
-		}
-		if x.bound > 0 && q.ring.n >= x.bound && fn != pillFn {
-			if ctx != nil && runningWorker() == nil {
-				ch := q.room
-				if ch == nil {
-					ch = make(chan struct{})
-					q.room = ch
-				}
-				q.mu.Unlock()
-				select {
-				case <-ch:
-					continue
-				case <-ctx.Done():
-					return fmt.Errorf("%w: %w", ErrMailboxFull, context.Cause(ctx))
-				}
-			}
-			ov := x.overflow
-			if ov == DropOldest && q.ring.buf[q.ring.head].fn == pillFn {
-				// Never drop a pill: what is sent after it is a dead
-				// letter anyway, so drop that.
-				ov = DropNewest
-			}
-			switch ov {
-			case DropNewest:
-				q.mu.Unlock()
-				e.sup.droppedNewest.Add(1)
-				dropped(msg, ErrMailboxFull)
-				return nil
-			case DropOldest:
-				old := q.ring.pop()
-				q.ring.push(envelope{cell: c, fn: fn, msg: msg, coff: coff, want: want})
-				q.mu.Unlock()
-				e.sup.droppedOldest.Add(1)
-				e.sup.privSent.Add(1)
-				dropped(old.msg, ErrMailboxFull)
-				return nil
-			default:
-				q.mu.Unlock()
-				e.sup.rejected.Add(1)
-				return ErrMailboxFull
-			}
-		}
-		q.ring.push(envelope{cell: c, fn: fn, msg: msg, coff: coff, want: want})
-		kick := !q.scheduled && !q.suspended
-		q.scheduled = q.scheduled || kick
-		q.mu.Unlock()
-		e.sup.privSent.Add(1)
-		if kick {
-			return sendControl(c, want, drainMsg)
-		}
-		return nil
-	}
-}
-
-// close closes the queue (later puts fail, waiting SendContext callers
-// wake) and returns what it held, for the caller to drop after q.mu is
-// released: dropping a request completes it, and its Reply may be sent to
-// this very queue (an actor that asked itself with AskAsync).
-func (q *privQueue) close() []envelope {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.closed = true
-	q.signalRoom()
-	var rest []envelope
-	for q.ring.n > 0 {
-		rest = append(rest, q.ring.pop())
-	}
-	return rest
-}
-
-// signalRoom wakes SendContext callers waiting for room. Called with mu held.
-func (q *privQueue) signalRoom() {
-	if q.room != nil {
-		close(q.room)
-		q.room = nil
-	}
-}
-
-// envRing is a growable ring of envelopes.
-type envRing struct {
-	buf     []envelope
-	head, n int
-}
-
-func (r *envRing) push(e envelope) {
-	if r.n == len(r.buf) {
-		nb := make([]envelope, max(2*len(r.buf), 8))
-		for i := 0; i < r.n; i++ {
-			nb[i] = r.buf[(r.head+i)%len(r.buf)]
-		}
-		r.buf, r.head = nb, 0
-	}
-	r.buf[(r.head+r.n)%len(r.buf)] = e
-	r.n++
-}
-
-func (r *envRing) pop() envelope {
-	e := r.buf[r.head]
-	r.buf[r.head] = envelope{}
-	r.head = (r.head + 1) % len(r.buf)
-	r.n--
-	if r.n == 0 {
-		r.head = 0
-		if len(r.buf) > 1024 {
-			r.buf = nil // an unbounded queue gives its peak back once drained
-		}
-	}
-	return e
-}
-
-// privBatch bounds the messages a drain token delivers before the actor
-// yields to the other actors of its mailbox (it sends itself a new token).
-const privBatch = 64
-
 // workerSup is a worker's supervision state, touched only by the worker.
 type workerSup struct {
 	// spawnType and spawnHookless cache hooklessType's answer.
@@ -781,48 +635,6 @@ func (w *worker) runStarted(c *Cell, x *cellExt, want uint32, forMsg bool) bool 
 		return false
 	}
 	return true
-}
-
-// drainPrivate runs the Started hook if due, delivers up to privBatch
-// messages of the private queue, then, if more are left, sends the actor a new drain token.
-func (w *worker) drainPrivate(c *Cell, x *cellExt, want uint32) {
-	if !w.runStarted(c, x, want, false) {
-		return
-	}
-	q := x.pq
-	for range privBatch {
-		q.mu.Lock()
-		if q.suspended || q.closed || q.ring.n == 0 {
-			q.scheduled = false
-			q.mu.Unlock()
-			return
-		}
-		w.sup.env = q.ring.pop()
-		q.signalRoom()
-		q.mu.Unlock()
-		w.st.private++
-		w.sup.inPriv = true
-		w.deliverOne(&w.sup.env)
-		w.sup.inPriv = false
-		w.sup.env = envelope{}
-		if c.state.Load()|cellPlain != want {
-			return // it terminated: terminateExt closed the queue
-		}
-	}
-	w.reschedule(c, x, want)
-}
-
-// reschedule sends a drain token if the private queue has messages to
-// deliver, else clears scheduled.
-func (w *worker) reschedule(c *Cell, x *cellExt, want uint32) {
-	q := x.pq
-	q.mu.Lock()
-	more := !q.suspended && !q.closed && q.ring.n > 0
-	q.scheduled = more
-	q.mu.Unlock()
-	if more {
-		sendControl(c, want, drainMsg)
-	}
 }
 
 // unsuspend ends the suspension seq; it reports whether it did (a stale

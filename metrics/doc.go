@@ -58,7 +58,7 @@
 //	actord_panics_total{worker}                     behaviours that panicked
 //	actord_live_actors                              actors spawned and not yet terminated
 //	actord_parked_workers                           workers asleep
-//	actord_queued_messages                          messages waiting in mailboxes
+//	actord_queued_messages                          user messages waiting for the actors, not yet taken
 //	actord_workers                                  worker threads
 //	actord_queues                                   mailboxes
 //	actord_stale_workers                            workers whose counters were not fresh at this scrape

@@ -77,6 +77,9 @@ func (e *Executor) spawn(c *Cell, obj any, o *SpawnOptions) error {
 	c.mb.Store(mb)
 	c.obj = obj
 	x := newExt(obj, o, next, w)
+	if x != nil {
+		x.exec = e
+	}
 	if c.ext.Load() != x { // a store only if it changes: most actors have none
 		c.ext.Store(x)
 	}
@@ -154,12 +157,19 @@ func send(c *Cell, off, size uintptr, want uint32, fn unsafe.Pointer, msg any) e
 }
 
 // pushTo pushes an envelope into mb and wakes its worker if needed.
+//
+// Everything after the push belongs to mb's own executor (mb.exec): the
+// wake-up of mb's owner, a handoff or next hint, the deep-mailbox count.
+// It never re-reads the cell: by then the actor may have ended and been
+// spawned again on a mailbox of another executor, and the envelope (for
+// the incarnation the sender saw) is in mb, where a worker of mb.exec
+// finds it a dead letter.
 func pushTo(c *Cell, mb *mailbox, coff, st uint32, fn unsafe.Pointer, msg any) error {
 	n := mb.push(c, fn, msg, coff, st)
 	if n < 0 {
 		return ErrStopped
 	}
-	c.executor().notify(mb, n)
+	mb.exec.notify(mb, n)
 	return nil
 }
 

@@ -16,7 +16,12 @@ import (
 //
 // Errors: ErrNotStarted (nil e), ErrStopped (e has stopped, or is stopping
 // with no actor left alive), ErrAlreadySpawned (a is alive, being spawned, or
-// its termination hooks are running). It panics if c is not inside *a.
+// its termination hooks are running), ErrIncarnationsExhausted (c has been
+// spawned MaxIncarnations times). It panics if c is not inside *a.
+//
+// Every Spawn of c starts a new incarnation, which no port, timer or watch
+// of an earlier one reaches. Incarnations are never reused: after
+// MaxIncarnations spawns, c is never spawned again.
 func Spawn[T any, A interface{ *T }](e *Executor, c *Cell, a A) error {
 	if uintptr(unsafe.Pointer(c))-uintptr(unsafe.Pointer(a)) >= unsafe.Sizeof(*a) {
 		panic("executor: Spawn: the cell is not inside the actor")
@@ -26,6 +31,10 @@ func Spawn[T any, A interface{ *T }](e *Executor, c *Cell, a A) error {
 	}
 	return e.spawn(c, a, nil)
 }
+
+// MaxIncarnations is how many times one actor value (one Cell) can be
+// spawned: Spawn refuses it after that with ErrIncarnationsExhausted.
+const MaxIncarnations = 1<<27 - 1
 
 // Send queues msg for the actor to, which contains the cell c, to be
 // delivered by calling fn(to, msg) on a worker. The behaviour receives
@@ -56,6 +65,9 @@ func (e *Executor) spawn(c *Cell, obj any, o *SpawnOptions) error {
 		}
 	default:
 		return ErrAlreadySpawned // being spawned, or its termination hooks are running
+	}
+	if incOf(st) == cellIncarnLast {
+		return ErrIncarnationsExhausted // the incarnation never wraps (see cellIncarnLast)
 	}
 	next := incOf(st) + cellIncarnOne // the next incarnation
 	if !c.state.CompareAndSwap(st, next|cellSpawning) {

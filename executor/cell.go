@@ -56,8 +56,8 @@ type Releaser interface{ Release() }
 // Cell state word: the low 3 bits are the lifecycle state (the kind), bits 3
 // and 4 flags whose meaning depends on the kind, and the upper 27 bits the
 // incarnation, advanced by every Spawn: 1 for the first, up to
-// cellIncarnLast (2^27-1), after which Spawn refuses the cell; it never
-// wraps. Transitions, per incarnation:
+// MaxIncarnations (cellIncarnLast in the word), after which Spawn refuses
+// the cell; it never wraps. Transitions, per incarnation:
 // new or dead -> spawning (Spawn's CAS, with the next incarnation) -> alive
 // (Spawn's store) -> ending (the worker that terminates it, while the
 // Stopped and Destroy hooks run) -> dead (before the Release hook, which

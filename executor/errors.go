@@ -46,6 +46,7 @@ var (
 	// port, timer or watch of an earlier incarnation can reach a later
 	// one): spawn a new value instead.
 	ErrIncarnationsExhausted = errors.New("executor: actor spawned its last incarnation")
+
 	// ErrMailboxFull: a bounded actor's mailbox is full (SpawnOptions).
 	ErrMailboxFull = errors.New("executor: mailbox full")
 )

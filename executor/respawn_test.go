@@ -125,3 +125,60 @@ func TestRespawnBetweenSystemsWithSendersInFlight(t *testing.T) {
 		assert.Zero(t, e.deepQueues.Load())
 	}
 }
+
+// The seam from inside a behaviour: a behaviour of a 2-worker executor
+// pushes into a mailbox of another executor (a send that loaded the
+// mailbox before the actor was re-spawned here) while the other worker
+// sleeps. The mailbox's own executor serves it. Re-deriving the executor
+// from the cell made the sender's worker take the other system's mailbox
+// into its handoff slot (or wake one of its own workers), and serve it.
+func TestRespawnIntoAnotherSystemKeepsHandoffInItsSystem(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	e1, err := Start(Config{Workers: 2})
+	require.NoError(t, err)
+	defer e1.Stop(ctx)
+	e2, err := Start(Config{Workers: 2})
+	require.NoError(t, err)
+	defer e2.Stop(ctx)
+
+	var got atomic.Int64
+	p := &probe{fn: func(*probe) Allocation { got.Add(1); return Nodelete }}
+	p.spawn(t, e2) // the cell now names e2
+	require.True(t, waitSleeper(e1), "no worker of e1 parked")
+	var pushErr error
+	pushed := make(chan struct{})
+	sender := &probe{fn: func(*probe) Allocation {
+		defer close(pushed)
+		w := runningWorker()
+		other := e2.workers[1-w.id]
+		for i := 0; other.state.Load() != workerParked; i++ {
+			if i == 1_000_000 {
+				pushErr = assert.AnError // the other worker never parked: nothing to test
+				return Finished
+			}
+			runtime.Gosched()
+		}
+		var mb *mailbox // a mailbox of e1 whose owner index is the parked worker's
+		for _, m := range e1.mailboxes {
+			if m.owner.Load() == int32(other.id) {
+				mb = m
+				break
+			}
+		}
+		st := p.cell.state.Load()
+		pushErr = pushTo(&p.cell, mb, 0, st-cellIncarnOne, erasedProbe, &probeMsg{})
+		return Finished
+	}}
+	sender.spawn(t, e2)
+	sender.send(t, &probeMsg{})
+	<-pushed
+	require.NoError(t, pushErr)
+	require.Eventually(t, func() bool { return e1.Stats().Total().DeadLetters == 1 }, 10*time.Second, time.Millisecond,
+		"the envelope was not served by its mailbox's executor")
+	assert.Zero(t, e2.Stats().Total().DeadLetters, "a worker of e2 served a mailbox of e1")
+	assert.Zero(t, got.Load())
+	require.NoError(t, SendPill(&p.cell, p, NewPill(Finished)))
+	require.NoError(t, e2.Stop(ctx))
+	require.ErrorIs(t, e1.Stop(ctx), ErrUndelivered)
+}

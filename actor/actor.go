@@ -89,7 +89,10 @@ type Msg[T any] = executor.MessagePtr[T]
 //
 // Errors: ErrNotStarted (nil or zero System), ErrStopped (the system has
 // stopped), ErrAlreadySpawned (a is alive, or its termination is not over:
-// its Destroy hook is still running). A terminated actor may be spawned
+// its Destroy hook is still running), ErrIncarnationsExhausted (a has been
+// spawned MaxIncarnations times: it is never spawned again, so that no
+// port, timer or watch of an earlier incarnation can reach a later one;
+// spawn a new value). A terminated actor may be spawned
 // again (into this system or another) by whoever owns it: after Destroy or
 // Finished, the program, once Alive reports false; after Delete, whoever
 // the Release hook handed it to (a pool), even while Release is returning.

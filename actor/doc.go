@@ -120,7 +120,11 @@
 // gone), then the message's status (its Destroy hook, then its Release hook).
 // Who may spawn a terminated actor again: after Destroy or Finished, the
 // program, once Alive reports false; after Delete, whoever the Release hook
-// handed it to, at once. A panic in a behaviour terminates its actor as if
+// handed it to, at once. Each spawn is a new incarnation, which no port,
+// timer or watch of an earlier one reaches; incarnations are never reused,
+// so one actor value can be spawned MaxIncarnations times, after which
+// Spawn returns ErrIncarnationsExhausted (spawn a new value instead, or
+// let the pool drop it). A panic in a behaviour terminates its actor as if
 // with Finished: its Destroy and Release hooks do not run (its Stopped hook,
 // below, does); a panic in an actor's hook completes that termination; a
 // panic in a message's hook is reported and the actor, whose behaviour

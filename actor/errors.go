@@ -19,7 +19,13 @@ var (
 	ErrNoRequester     = executor.ErrNoRequester
 	ErrReplied         = executor.ErrReplied
 	ErrMailboxFull     = executor.ErrMailboxFull
+
+	ErrIncarnationsExhausted = executor.ErrIncarnationsExhausted
 )
+
+// MaxIncarnations is how many times one actor value can be spawned (see
+// Spawn): after that, Spawn returns ErrIncarnationsExhausted.
+const MaxIncarnations = executor.MaxIncarnations
 
 // PanicError reports a behaviour that panicked; see executor.PanicError.
 type PanicError = executor.PanicError

@@ -55,7 +55,9 @@ type Releaser interface{ Release() }
 
 // Cell state word: the low 3 bits are the lifecycle state (the kind), bits 3
 // and 4 flags whose meaning depends on the kind, and the upper 27 bits the
-// incarnation, advanced by every Spawn. Transitions, per incarnation:
+// incarnation, advanced by every Spawn: 1 for the first, up to
+// MaxIncarnations (cellIncarnLast in the word), after which Spawn refuses
+// the cell; it never wraps. Transitions, per incarnation:
 // new or dead -> spawning (Spawn's CAS, with the next incarnation) -> alive
 // (Spawn's store) -> ending (the worker that terminates it, while the
 // Stopped and Destroy hooks run) -> dead (before the Release hook, which
@@ -86,6 +88,11 @@ const (
 	cellReasonShift = 3  // ending, dead: the reason, bits 3-4
 	cellReasonMask  = 24 // ending, dead: the reason
 	cellIncarnOne   = 32 // one incarnation, in the state word
+	// cellIncarnLast is the last incarnation: a cell that has had it is
+	// never spawned again (Spawn returns ErrIncarnationsExhausted), so
+	// that no incarnation is ever reused and a port, timer or watch of
+	// one never reaches another.
+	cellIncarnLast = MaxIncarnations * cellIncarnOne
 )
 
 // incOf returns the incarnation bits of a state word.

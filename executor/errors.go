@@ -43,6 +43,12 @@ var (
 	// requester gave up; the reply was dropped and counted as late.
 	ErrReplied = errors.New("executor: request already answered or abandoned")
 
+	// ErrIncarnationsExhausted: Spawn of an actor value that has been
+	// spawned MaxIncarnations times; it is never spawned again (so that no
+	// port, timer or watch of an earlier incarnation can reach a later
+	// one): spawn a new value instead.
+	ErrIncarnationsExhausted = errors.New("executor: actor spawned its last incarnation")
+
 	// ErrMailboxFull: a bounded actor's mailbox is full (SpawnOptions).
 	ErrMailboxFull = errors.New("executor: mailbox full")
 )

@@ -93,9 +93,12 @@ type mailbox struct {
 	// where identities are not supported. Guarded by the lock bit: written
 	// by pushers, read by releasers (see batchwait.go).
 	pushG uintptr
-	exec  *Executor // the executor it belongs to; immutable
-	index int       // position in Executor.mailboxes (spares: after the real ones); immutable
-	spare bool      // no actor is ever placed on it (see Config.SpareQueues); immutable
+	// exec is the executor it belongs to; immutable. Everything a push
+	// does after it (wake-up, handoff, deep count) goes to exec, never to
+	// the executor the pushed cell names (see pushTo).
+	exec  *Executor
+	index int  // position in Executor.mailboxes (spares: after the real ones); immutable
+	spare bool // no actor is ever placed on it (see Config.SpareQueues); immutable
 	_     cpu.CacheLinePad
 }
 

@@ -682,6 +682,10 @@ func (w *worker) reclaimOwn() {
 // mb's length that the push made. When no worker sleeps it is one atomic
 // load. Then it counts mb deep if the push made it so, and a sender outside
 // the system whose push made a flood point yields (see flood.go).
+//
+// e must be mb.exec (pushTo calls mb.exec.notify): mb.owner indexes e's
+// workers, the handoff slot and next hint it may set belong to a worker of
+// e, and deepQueues pairs with mailbox.taken, which counts into mb.exec.
 func (e *Executor) notify(mb *mailbox, n int) {
 	if e.sleepers.Load() != 0 { // P2
 		o := e.workers[mb.owner.Load()] // P3

@@ -151,7 +151,7 @@ func (q *privQueue) offer(env *envelope, bound int, overflow Overflow, wait bool
 // a forced Stop in stopExts, before it closes the mailboxes), and that
 // close counts the message.
 func (q *privQueue) put(c *Cell, x *cellExt, coff, want uint32, fn unsafe.Pointer, msg any, ctx context.Context) error {
-	e := c.executor()
+	e := x.exec // the executor the queue belongs to, whatever the cell names now (see cellExt.exec)
 	env := envelope{cell: c, fn: fn, msg: msg, coff: coff, want: want}
 	// SendContext from outside the behaviours waits for room, whatever
 	// the overflow policy; a worker never waits.

@@ -16,7 +16,12 @@ import (
 //
 // Errors: ErrNotStarted (nil e), ErrStopped (e has stopped, or is stopping
 // with no actor left alive), ErrAlreadySpawned (a is alive, being spawned, or
-// its termination hooks are running). It panics if c is not inside *a.
+// its termination hooks are running), ErrIncarnationsExhausted (c has been
+// spawned MaxIncarnations times). It panics if c is not inside *a.
+//
+// Every Spawn of c starts a new incarnation, which no port, timer or watch
+// of an earlier one reaches. Incarnations are never reused: after
+// MaxIncarnations spawns, c is never spawned again.
 func Spawn[T any, A interface{ *T }](e *Executor, c *Cell, a A) error {
 	if uintptr(unsafe.Pointer(c))-uintptr(unsafe.Pointer(a)) >= unsafe.Sizeof(*a) {
 		panic("executor: Spawn: the cell is not inside the actor")
@@ -26,6 +31,10 @@ func Spawn[T any, A interface{ *T }](e *Executor, c *Cell, a A) error {
 	}
 	return e.spawn(c, a, nil)
 }
+
+// MaxIncarnations is how many times one actor value (one Cell) can be
+// spawned: Spawn refuses it after that with ErrIncarnationsExhausted.
+const MaxIncarnations = 1<<27 - 1
 
 // Send queues msg for the actor to, which contains the cell c, to be
 // delivered by calling fn(to, msg) on a worker. The behaviour receives
@@ -57,6 +66,9 @@ func (e *Executor) spawn(c *Cell, obj any, o *SpawnOptions) error {
 	default:
 		return ErrAlreadySpawned // being spawned, or its termination hooks are running
 	}
+	if incOf(st) == cellIncarnLast {
+		return ErrIncarnationsExhausted // the incarnation never wraps (see cellIncarnLast)
+	}
 	next := incOf(st) + cellIncarnOne // the next incarnation
 	if !c.state.CompareAndSwap(st, next|cellSpawning) {
 		return ErrAlreadySpawned
@@ -77,6 +89,9 @@ func (e *Executor) spawn(c *Cell, obj any, o *SpawnOptions) error {
 	c.mb.Store(mb)
 	c.obj = obj
 	x := newExt(obj, o, next, w)
+	if x != nil {
+		x.exec = e
+	}
 	if c.ext.Load() != x { // a store only if it changes: most actors have none
 		c.ext.Store(x)
 	}
@@ -154,12 +169,19 @@ func send(c *Cell, off, size uintptr, want uint32, fn unsafe.Pointer, msg any) e
 }
 
 // pushTo pushes an envelope into mb and wakes its worker if needed.
+//
+// Everything after the push belongs to mb's own executor (mb.exec): the
+// wake-up of mb's owner, a handoff or next hint, the deep-mailbox count.
+// It never re-reads the cell: by then the actor may have ended and been
+// spawned again on a mailbox of another executor, and the envelope (for
+// the incarnation the sender saw) is in mb, where a worker of mb.exec
+// finds it a dead letter.
 func pushTo(c *Cell, mb *mailbox, coff, st uint32, fn unsafe.Pointer, msg any) error {
 	n := mb.push(c, fn, msg, coff, st)
 	if n < 0 {
 		return ErrStopped
 	}
-	c.executor().notify(mb, n)
+	mb.exec.notify(mb, n)
 	return nil
 }
 

@@ -340,6 +340,11 @@ type cellExt struct {
 	starter     Starter
 	stopper     Stopper
 	pq          *privQueue // nil unless bounded, Restart or Escalate
+	// exec is the executor the incarnation was spawned in (nil for an
+	// extension Watch installed, which has no private queue): a put
+	// counts into it, as the queue's messages are delivered or dropped
+	// there, whatever executor the cell names by the time of the put.
+	exec *Executor
 
 	// Worker-owned: read and written only by deliveries of this actor,
 	// which never run concurrently (one mailbox, one worker at a time; the
@@ -486,9 +491,12 @@ func sendControl(c *Cell, want uint32, ctl *control) error {
 		}
 		return stateErr(st)
 	}
-	e := c.executor()
+	// One load of the mailbox: the control count belongs to the executor
+	// the envelope is pushed into (see pushTo).
+	mb := c.mb.Load()
+	e := mb.exec
 	e.sup.ctlSent.Add(1)
-	if err := pushTo(c, c.mb.Load(), 0, want, ctlFn, ctl); err != nil {
+	if err := pushTo(c, mb, 0, want, ctlFn, ctl); err != nil {
 		e.sup.ctlSent.Add(^uint64(0))
 		return err
 	}

@@ -78,12 +78,14 @@ type worker struct {
 	// handoff is a mailbox of a parked worker that a behaviour run here
 	// sent to without waking its owner: this worker serves it or wakes the
 	// owner when the visit ends, and before it parks (see handoff.go).
+	// Always one of e's mailboxes (mb.exec == e): only notify on mb.exec
+	// sets it, and only for a worker of that executor (pushTo).
 	handoff *mailbox
 	// next is one of this worker's own mailboxes that a behaviour run
 	// here sent to while some worker slept (set by notify, on this
 	// goroutine), and follows the number of such mailboxes afterVisit
 	// has visited since the pass began: see "Following the chain" in
-	// handoff.go.
+	// handoff.go. Like handoff, always one of e's mailboxes.
 	next    *mailbox
 	follows int
 	// lastMsgType and lastIsReq cache mayBeRequest's answer for the last

@@ -30,11 +30,26 @@ import (
 // publish has returned. flush, for Node.Flush and close, waits until every
 // frame closed or being filled when it was called is published, taking
 // over the publishing if nobody is at it.
+//
+// Subjects: frames to the peer are published to its data subject
+// "<prefix>.<peer>.<self>" with the reply subject inbox,
+// "<prefix>.<self>.<peer>.<token>", where token is random, made for this
+// peer alone: the peer's answers, and the server's "no responders" for
+// the peer, come back there (see Node.onAnswer). The peer's answers to
+// requests it sent are published to the reply subject of its frames,
+// replyTo.
 type peer struct {
 	n       *Node
 	name    string
-	subject string
+	subject string        // data subject: <prefix>.<name>.<self>
+	token   string        // reply token this node gave the peer
+	inbox   string        // reply subject of frames to the peer: <prefix>.<self>.<name>.<token>
 	kick    chan struct{} // capacity 1: wakes the flusher
+
+	// replyTo is the reply subject of the last frame from the peer (a
+	// valid one, see Node.validReply): answers to its requests and pings
+	// are published there. Nil until the peer sent a frame.
+	replyTo atomic.Pointer[string]
 
 	mu       sync.Mutex // guards everything below
 	buf      []byte     // the frame being filled; starts with n.header
@@ -64,7 +79,9 @@ type peer struct {
 }
 
 func newPeer(n *Node, name string) *peer {
-	p := &peer{n: n, name: name, subject: n.prefix + "." + name, kick: make(chan struct{}, 1)}
+	token := randomToken()
+	p := &peer{n: n, name: name, subject: n.prefixDot + name + "." + n.name,
+		token: token, inbox: n.subjectDot + name + "." + token, kick: make(chan struct{}, 1)}
 	p.progress.L = &p.mu
 	p.buf = append(make([]byte, 0, 512), n.header...)
 	return p
@@ -141,10 +158,11 @@ func (p *peer) drain() {
 			return
 		}
 		p.mu.Unlock()
-		// The reply subject makes the server answer "no responders" to
-		// this node when the peer has no subscription. Publish copies the
-		// frame into the connection's buffer.
-		if err := n.nc.PublishRequest(p.subject, n.subject, frame); err != nil {
+		// The reply subject is where the peer answers, and where the
+		// server answers "no responders" when the peer has no
+		// subscription. Publish copies the frame into the connection's
+		// buffer.
+		if err := n.nc.PublishRequest(p.subject, p.inbox, frame); err != nil {
 			n.st.publishErrors.Add(1)
 			n.warn("remote: frame not published, its messages are lost", "to", p.name, "err", err)
 		} else {
@@ -239,7 +257,46 @@ func (p *peer) fail(id uint64, code byte, text string) {
 	head := append(hb[:0], kindFailure)
 	head = binary.AppendUvarint(head, id)
 	head = append(head, code)
-	_ = p.put(head, []byte(text), true, true)
+	if len(text) > 1024 {
+		text = text[:1024]
+	}
+	_ = p.answer(head, []byte(text), true)
+}
+
+// answer publishes one answer record (a reply, failure or pong), head then
+// (withPayload) payload as a string, in a frame of its own to the peer's
+// reply subject, from the caller's goroutine: answers are not batched,
+// since each goes to the subject that the request's frame named and waits
+// for nobody. Errors: ErrTooLarge; a frame NATS refuses is counted in
+// Stats.PublishErrors, and one for a peer that never sent a reply subject
+// is dropped.
+func (p *peer) answer(head, payload []byte, withPayload bool) error {
+	n := p.n
+	size := len(head)
+	if withPayload {
+		size += binary.MaxVarintLen32 + len(payload)
+	}
+	if size > n.maxRecord {
+		return fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, size, n.maxRecord)
+	}
+	to := p.replyTo.Load()
+	if to == nil {
+		return nil
+	}
+	buf := getScratch()
+	frame := append(append((*buf)[:0], n.header...), head...)
+	if withPayload {
+		frame = appendString(frame, payload)
+	}
+	if err := n.nc.Publish(*to, frame); err != nil {
+		n.st.publishErrors.Add(1)
+		n.warn("remote: answer not published, it is lost", "to", p.name, "err", err)
+	} else {
+		n.st.framesOut.Add(1)
+		n.st.bytesOut.Add(uint64(len(frame)))
+	}
+	putScratch(buf, frame)
+	return nil
 }
 
 // markDown marks the peer down and, if this node imported ports of it,

@@ -158,7 +158,7 @@ func (r *replier[R]) done(v R, err error) {
 		r.n.st.encodeErrors.Add(1)
 		r.n.warn("remote: reply not encoded", "err", err)
 		from.fail(id, codeEncode, err.Error())
-	} else if err := from.put(head, payload, true, true); err != nil {
+	} else if err := from.answer(head, payload, true); err != nil {
 		from.fail(id, codeEncode, err.Error()) // too large
 	}
 	putScratch(buf, payload)

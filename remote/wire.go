@@ -12,6 +12,12 @@ import (
 // The wire format. Every NATS message between nodes is a frame:
 //
 //	frame   = version(1 byte) sender(string) record*
+//
+// The sender field must name the node that the frame's subject names
+// (see Node.onMsg): identity comes from the subject, which server
+// permissions can vouch for, and the field only guards against
+// misrouting.
+//
 //	string  = uvarint length, bytes
 //	record  = kind(1 byte) body
 //	send    = name(string) type(4 bytes) payload(string)
@@ -20,12 +26,14 @@ import (
 //	failure = id(uvarint) code(1 byte) text(string)
 //	ping, pong: no body
 //
-// The record's name and type are its header: the NATS subject names only
-// the node. NATS headers are not used for data frames (nats.go parses them
-// into a map per message); the server's no-responders status is the only
-// NATS header message a node reads.
+// Data frames (send, request, ping) go to the receiver's data subject,
+// answer frames (reply, failure, pong) to the reply subject of the frame
+// they answer. The record's name and type are its header: the NATS subject
+// names only the nodes. NATS headers are not used for data frames (nats.go
+// parses them into a map per message); the server's no-responders status,
+// on a reply subject, is the only NATS header message a node reads.
 const (
-	wireVersion = 1
+	wireVersion = 2
 
 	kindSend    = 1
 	kindRequest = 2

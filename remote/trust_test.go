@@ -59,7 +59,7 @@ func user(name string, pub, sub []string) *server.User {
 func nodeUser(name string) *server.User {
 	return user(name,
 		[]string{"actord.*." + name, "actord.*." + name + ".*"},
-		[]string{"actord." + name, "actord." + name + ".>"})
+		[]string{"actord." + name + ".>"})
 }
 
 // Holder answers Echo requests only when released, without blocking its
@@ -149,7 +149,7 @@ func replyFrame(sender string, id uint64, s string) []byte {
 // every subject it can name. Ask ids used to count up by one per node and
 // the sender was a frame field: the forged answer was taken.
 func TestForgedAnswersRefused(t *testing.T) {
-	url := startNATSUsers(t, user("a", nil, nil), user("b", nil, nil),
+	url := startNATSUsers(t, nodeUser("a"), nodeUser("b"),
 		user("evil", []string{"actord.>"}, []string{"actord.evil", "actord.evil.>"}))
 	sysA, sysB := startSystem(t), startSystem(t)
 	a := connect(t, sysA, url, "a", remote.WithNATS(nats.UserInfo("a", "pw")))
@@ -184,7 +184,7 @@ func TestForgedAnswersRefused(t *testing.T) {
 // an echo b answers at once. The sender used to be a frame field, so b
 // answered a, and a's pending ask of b returned the attacker's text.
 func TestConfusedDeputyRefused(t *testing.T) {
-	url := startNATSUsers(t, user("a", nil, nil), user("b", nil, nil),
+	url := startNATSUsers(t, nodeUser("a"), nodeUser("b"),
 		user("evil", []string{"actord.b", "actord.b.evil"}, []string{"actord.evil", "actord.evil.>"}))
 	sysA, sysB := startSystem(t), startSystem(t)
 	a := connect(t, sysA, url, "a", remote.WithNATS(nats.UserInfo("a", "pw")))
@@ -220,7 +220,7 @@ func TestConfusedDeputyRefused(t *testing.T) {
 // fails a's pending ask of the live node b nor marks b down; it is counted
 // as malformed. It used to do both, for whatever Nats-Subject it named.
 func TestForgedNoRespondersRefused(t *testing.T) {
-	url := startNATSUsers(t, user("a", nil, nil), user("b", nil, nil),
+	url := startNATSUsers(t, nodeUser("a"), nodeUser("b"),
 		user("evil", []string{"actord.>"}, []string{"actord.evil", "actord.evil.>"}))
 	sysA, sysB := startSystem(t), startSystem(t)
 	a := connect(t, sysA, url, "a", remote.WithNATS(nats.UserInfo("a", "pw")))

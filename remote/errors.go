@@ -49,3 +49,7 @@ var (
 // errConnClosed is returned by Send, Ask and Flush, and ends the asks
 // pending, once the node's NATS connection has closed without Close.
 var errConnClosed = fmt.Errorf("%w: %w", ErrClosed, nats.ErrConnectionClosed)
+
+// ErrNameInUse: Connect found a node of that name (and subject prefix)
+// connected already: it answered a ping on the name's subject.
+var ErrNameInUse = errors.New("remote: a node with this name is connected")

@@ -145,10 +145,16 @@ func WithPendingLimits(frames, bytes int) Option {
 // Connect connects a node named name of the system sys to the NATS server(s)
 // at url and subscribes to the node's subject. The name must be a single
 // NATS subject token (no '.', '*', '>' or white space) of at most
-// maxNameLen (255) bytes; two live nodes with the same name and prefix
-// would share their traffic.
+// maxNameLen (255) bytes.
 //
-// Errors: ErrBadName, and those of nats.Connect and Subscribe.
+// Before it subscribes, Connect checks that no node of that name (and
+// prefix) is connected: a second one is refused with ErrNameInUse, so that
+// two live nodes never share a name's traffic (two Connects at the same
+// moment can both pass the check; see "Security" in the package
+// documentation).
+//
+// Errors: ErrBadName, ErrNameInUse, and those of nats.Connect and
+// Subscribe.
 func Connect(sys *actor.System, url, name string, opts ...Option) (*Node, error) {
 	if sys == nil {
 		panic("remote: Connect with a nil system")
@@ -191,6 +197,10 @@ func Connect(sys *actor.System, url, name string, opts ...Option) (*Node, error)
 	n.batchBytes = min(64<<10, int(nc.MaxPayload()))
 	empty := map[string]*export{}
 	n.exports.Store(&empty)
+	if err := n.claimName(); err != nil {
+		nc.Close()
+		return nil, err
+	}
 	sub, err := nc.Subscribe(n.subjectDot+">", n.onMsg)
 	if err == nil {
 		err = sub.SetPendingLimits(cfg.pendMsgs, cfg.pendBytes)
@@ -422,6 +432,46 @@ func (n *Node) peerList() []*peer {
 		ps = append(ps, p)
 	}
 	return ps
+}
+
+// claimTimeout bounds Connect's wait for an answer to its ping of its own
+// name.
+const claimTimeout = 2 * time.Second
+
+// claimName refuses the node's name if a node of that name is connected:
+// before subscribing, the node pings its own name, as a node of that name
+// would ping another, on <prefix>.<name>.<name> with the reply subject
+// <prefix>.<name>.<name>.<token>. The server answers "no responders" at
+// once when nobody has subscribed to the name's subjects: the name is
+// free. A node of that name answers with a pong: ErrNameInUse. So does
+// silence until claimTimeout: something subscribed to the name's subjects
+// and does not answer.
+//
+// Two nodes that connect under one name at the same moment can both find
+// it free: this is a check, not a lock (with server permissions, only the
+// holders of a node's credentials can subscribe to its subjects at all).
+func (n *Node) claimName() error {
+	inbox := n.subjectDot + n.name + "." + randomToken()
+	sub, err := n.nc.SubscribeSync(inbox)
+	if err != nil {
+		return err
+	}
+	defer sub.Unsubscribe()
+	ping := append(slices.Clip(n.header), kindPing)
+	if err := n.nc.PublishRequest(n.subjectDot+n.name, inbox, ping); err != nil {
+		return err
+	}
+	m, err := sub.NextMsg(claimTimeout)
+	switch {
+	case errors.Is(err, nats.ErrNoResponders), // how nats.go's NextMsg reports the status
+		err == nil && len(m.Data) == 0 && m.Header.Get("Status") == "503":
+		return nil
+	case err == nil:
+		return fmt.Errorf("%w: %q answered on %s", ErrNameInUse, n.name, n.subject)
+	case errors.Is(err, nats.ErrTimeout):
+		return fmt.Errorf("%w: %q: something subscribed to %s.> and did not answer in %v", ErrNameInUse, n.name, n.subject, claimTimeout)
+	}
+	return err
 }
 
 // maxTransientPeers bounds the peers that were never imported: they are

@@ -41,7 +41,9 @@
 //
 // # Types and codecs
 //
-// A Codec encodes one type. JSON and CBOR encode plain structs, Proto
+// A Codec encodes one type. JSON and CBOR encode plain structs (their
+// exported fields: Export and Import refuse a type with an unexported
+// field, ErrUnencodable, rather than have it arrive empty), Proto
 // encodes message types that embed a generated protobuf message (a schema
 // shared by both ends). The embedded actor.Message and actor.Request carry
 // no data and are never encoded. Both ends of a port must use the same

@@ -53,3 +53,8 @@ var errConnClosed = fmt.Errorf("%w: %w", ErrClosed, nats.ErrConnectionClosed)
 // ErrNameInUse: Connect found a node of that name (and subject prefix)
 // connected already: it answered a ping on the name's subject.
 var ErrNameInUse = errors.New("remote: a node with this name is connected")
+
+// ErrUnencodable: Export or Import of a JSON or CBOR codec for a type that
+// has fields the codec would silently leave out (unexported ones); the
+// error names the field.
+var ErrUnencodable = errors.New("remote: type has fields its codec does not encode")

@@ -93,6 +93,21 @@
 // trip to the server) are lost without error: core NATS gives a one-way
 // publish no other signal. Use an ask where the sender must know.
 //
+// Loss is counted where it can be detected: each node numbers the messages
+// (sends and requests) it sends to each other node, every frame carries
+// the number of its first one, and the receiver counts the numbers it
+// never got, at the next frame that arrives (Stats.LostMessages, logged).
+// That covers a NATS server restart (a node that reconnects first
+// publishes what it buffered meanwhile, and nobody has subscribed yet), a
+// node that the server cut off as a slow consumer (what the server held
+// for it is dropped; the node counts the disconnection, Stats.Disconnects,
+// and logs it), frames NATS refused to publish and frames the receiving
+// client dropped (Stats.Dropped). It does not cover the messages sent to a
+// node that was not running (it cannot count what it never saw; the sender
+// found it down), nor the last messages before a link falls silent for
+// good (no later frame shows the gap), nor answers (an ask whose answer
+// is lost ends with its context).
+//
 // A node that is up but slow never slows senders: its NATS subscription
 // hands messages to the actors' mailboxes, which do not block; asks to a
 // busy actor end with their context (ctx.Err()), and a reply after that is

@@ -57,7 +57,7 @@ func FuzzOnMsg(f *testing.F) {
 
 	x, _ := n.peer([]byte("x"), false)
 	addHash, echoHash := typeHash(JSON[*fzAdd]()), typeHash(CBOR[*fzEcho]())
-	frame := func(sender string) []byte { return appendString([]byte{wireVersion}, []byte(sender)) }
+	frame := func(sender string) []byte { return append(appendString([]byte{wireVersion}, []byte(sender)), 0) }
 	send := func(b []byte, payload string) []byte {
 		b = appendString(append(b, kindSend), []byte("add"))
 		b = binary.LittleEndian.AppendUint32(b, addHash)

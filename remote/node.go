@@ -186,7 +186,7 @@ func Connect(sys *actor.System, url, name string, opts ...Option) (*Node, error)
 	// The closed handler is set by the last option, so that it wraps the
 	// user's; set through the options it is in place before the connection
 	// exists, so no closing can be missed.
-	nc, err := nats.Connect(url, append(slices.Clip(cfg.nats), n.chainClosedHandler, n.defaultErrorHandler)...)
+	nc, err := nats.Connect(url, append(slices.Clip(cfg.nats), n.chainClosedHandler, n.chainConnHandlers, n.defaultErrorHandler)...)
 	if err != nil {
 		return nil, err
 	}
@@ -370,6 +370,30 @@ func (n *Node) chainClosedHandler(o *nats.Options) error {
 	return nil
 }
 
+// chainConnHandlers is a nats.Option, applied after the user's: it counts
+// and logs each loss of the connection (Stats.Disconnects), whose frames in
+// flight are lost (the receivers count them, Stats.LostMessages), and
+// logs each reconnection, then calls the handlers the user's options set.
+func (n *Node) chainConnHandlers(o *nats.Options) error {
+	userDisc, userRecon := o.DisconnectedErrCB, o.ReconnectedCB
+	o.DisconnectedErrCB = func(c *nats.Conn, err error) {
+		if !n.closed.Load() {
+			n.st.disconnects.Add(1)
+			n.log.Warn("remote: NATS connection lost, messages in flight to and from this node are lost", "node", n.name, "err", err)
+		}
+		if userDisc != nil {
+			userDisc(c, err)
+		}
+	}
+	o.ReconnectedCB = func(c *nats.Conn) {
+		n.log.Info("remote: NATS connection back", "node", n.name, "server", c.ConnectedUrlRedacted())
+		if userRecon != nil {
+			userRecon(c)
+		}
+	}
+	return nil
+}
+
 // defaultErrorHandler is a nats.Option, applied after the user's: unless
 // they set an asynchronous error handler, it sets one that logs nats.go's
 // asynchronous errors (a slow consumer, counted in Stats.Dropped, above
@@ -457,7 +481,7 @@ func (n *Node) claimName() error {
 		return err
 	}
 	defer sub.Unsubscribe()
-	ping := append(slices.Clip(n.header), kindPing)
+	ping := append(slices.Clip(n.header), 0, kindPing) // sequence number 0, a ping
 	if err := n.nc.PublishRequest(n.subjectDot+n.name, inbox, ping); err != nil {
 		return err
 	}
@@ -716,20 +740,19 @@ func (n *Node) validReply(reply, sender string) bool {
 // on the reply subject this node gave the sender.
 func (n *Node) onData(m *nats.Msg, sender string) {
 	r, ok := n.frameBody(m, sender)
-	if !ok || !validToken(sender) || !n.validReply(m.Reply, sender) {
+	seq := r.uvarint()
+	if !ok || r.err != nil || !validToken(sender) || !n.validReply(m.Reply, sender) {
 		n.malformed(m)
 		return
 	}
-	var from *peer // the sender's peer, found when a record needs it
-	if n.downPeers.Load() > 0 {
-		// A frame from a node proves it is connected again.
-		n.mu.Lock()
-		p := n.peers[sender]
-		n.mu.Unlock()
-		if p != nil {
-			p.markUp()
-		}
+	from := n.sender(sender, m.Reply)
+	if from == nil {
+		return // closed
 	}
+	if from.down.Load() {
+		from.markUp() // a frame from a node proves it is connected again
+	}
+	n.sequence(from, seq)
 	exports := *n.exports.Load()
 	for len(r.b) > 0 {
 		kind := r.byte()
@@ -747,11 +770,7 @@ func (n *Node) onData(m *nats.Msg, sender string) {
 				break
 			}
 			n.st.received.Add(1)
-			if kind == kindRequest && from == nil {
-				if from = n.sender(sender, m.Reply); from == nil {
-					return // closed
-				}
-			}
+			from.rxNext++
 			ex := exports[string(name)]
 			switch {
 			case ex == nil:
@@ -772,11 +791,6 @@ func (n *Node) onData(m *nats.Msg, sender string) {
 				ex.request(from, id, wireTimeout(tmo), payload)
 			}
 		case kindPing:
-			if from == nil {
-				if from = n.sender(sender, m.Reply); from == nil {
-					return
-				}
-			}
 			from.answer([]byte{kindPong}, nil, false)
 		default:
 			r.err = errMalformed
@@ -786,6 +800,23 @@ func (n *Node) onData(m *nats.Msg, sender string) {
 			return
 		}
 	}
+}
+
+// sequence checks the sequence number seq of a data frame from the peer
+// p: the messages between the last one received and seq never came (lost
+// in a server restart, a slow-consumer cut-off, dropped here...) and are
+// counted and logged. A smaller seq than expected is the sender's new
+// incarnation (restarted under the same name, numbering from 0 again):
+// what its previous one lost at the end is not known. The first frame
+// from a peer (or after its peer was evicted) sets where counting starts.
+// On the subscription goroutine only.
+func (n *Node) sequence(p *peer, seq uint64) {
+	if p.rxSeen && seq > p.rxNext {
+		lost := seq - p.rxNext
+		n.st.lost.Add(lost)
+		n.warn("remote: messages from a node never arrived (a NATS server restart or a slow consumer?), lost", "from", p.name, "lost", lost)
+	}
+	p.rxNext, p.rxSeen = seq, true
 }
 
 // sender returns the peer for the node named name, which sent a frame with

@@ -51,12 +51,23 @@ type peer struct {
 	// are published there. Nil until the peer sent a frame.
 	replyTo atomic.Pointer[string]
 
-	mu       sync.Mutex // guards everything below
-	buf      []byte     // the frame being filled; starts with n.header
-	full     [][]byte   // frames cut at batchBytes, waiting
-	spare    []byte     // a published frame's storage, for reuse
-	flushing bool       // a goroutine is publishing (it drains all)
-	kicked   bool       // the flusher has been woken and has not run yet
+	// rxNext is the sequence number of the next message (send or
+	// request) expected from the peer, rxSeen whether one came: read and
+	// written only by the node's subscription goroutine (Node.onData).
+	rxNext uint64
+	rxSeen bool
+
+	mu      sync.Mutex // guards everything below
+	buf     []byte     // the frame being filled; starts with n.header and a sequence number
+	bufHead int        // the length of buf's header: buf holds no record if len(buf) == bufHead
+	// txSeq is the sequence number of the next send or request put: each
+	// data frame carries the number of its first one, so that the peer
+	// finds the gaps (Stats.LostMessages).
+	txSeq    uint64
+	full     [][]byte // frames cut at batchBytes, waiting
+	spare    []byte   // a published frame's storage, for reuse
+	flushing bool     // a goroutine is publishing (it drains all)
+	kicked   bool     // the flusher has been woken and has not run yet
 	closed   bool
 	probing  bool // a probe goroutine runs
 	// framed counts the frames closed, published those whose publish has
@@ -83,7 +94,7 @@ func newPeer(n *Node, name string) *peer {
 	p := &peer{n: n, name: name, subject: n.prefixDot + name + "." + n.name,
 		token: token, inbox: n.subjectDot + name + "." + token, kick: make(chan struct{}, 1)}
 	p.progress.L = &p.mu
-	p.buf = append(make([]byte, 0, 512), n.header...)
+	p.buf = p.frameHead(make([]byte, 0, 512))
 	return p
 }
 
@@ -98,20 +109,22 @@ func (p *peer) put(head, payload []byte, urgent, withPayload bool) error {
 	if size > n.maxRecord {
 		return fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, size, n.maxRecord)
 	}
-	hl := len(n.header)
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
 		return ErrClosed
 	}
-	if len(p.buf) > hl && len(p.buf)+size > n.batchBytes {
+	if len(p.buf) > p.bufHead && len(p.buf)+size > n.batchBytes {
 		p.framed++
 		p.full = append(p.full, p.buf)
-		p.buf = append(make([]byte, 0, n.batchBytes), n.header...)
+		p.buf = p.frameHead(make([]byte, 0, n.batchBytes))
 	}
 	p.buf = append(p.buf, head...)
 	if withPayload {
 		p.buf = appendString(p.buf, payload)
+	}
+	if head[0] == kindSend || head[0] == kindRequest {
+		p.txSeq++
 	}
 	switch {
 	case p.flushing:
@@ -132,11 +145,19 @@ func (p *peer) put(head, payload []byte, urgent, withPayload bool) error {
 	return nil
 }
 
+// frameHead appends a data frame's header to b: the node's header and the
+// sequence number of the frame's first message; sets bufHead. Called with
+// mu held.
+func (p *peer) frameHead(b []byte) []byte {
+	b = binary.AppendUvarint(append(b, p.n.header...), p.txSeq)
+	p.bufHead = len(b)
+	return b
+}
+
 // drain publishes frames until none is left, then clears flushing. Called
 // with mu held and flushing set by the caller; returns with mu released.
 func (p *peer) drain() {
 	n := p.n
-	hl := len(n.header)
 	for {
 		var frame []byte
 		fromBuf := false
@@ -145,10 +166,10 @@ func (p *peer) drain() {
 			frame = p.full[0]
 			p.full[0] = nil
 			p.full = p.full[1:]
-		case len(p.buf) > hl:
+		case len(p.buf) > p.bufHead:
 			p.framed++
 			frame = p.buf
-			p.buf = append(p.spare[:0], n.header...)
+			p.buf = p.frameHead(p.spare[:0])
 			p.spare = nil
 			fromBuf = true
 		default:
@@ -214,7 +235,7 @@ func (p *peer) flushNow() {
 func (p *peer) flush(ctx context.Context) error {
 	p.mu.Lock()
 	target := p.framed // the frames to wait for: those closed, and buf
-	if len(p.buf) > len(p.n.header) {
+	if len(p.buf) > p.bufHead {
 		target++
 	}
 	if p.flushing && p.published < target {

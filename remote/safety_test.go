@@ -46,9 +46,13 @@ func appendStr(b []byte, s string) []byte {
 
 // rawFrame returns a frame header from sender, to which records are
 // appended.
-func rawFrame(sender string) []byte { return appendStr([]byte{2}, sender) }
+func rawFrame(sender string) []byte { return append(rawAnswer(sender), 0) } // sequence number 0
 
-// pubTo publishes frame to node to's data subject for the sender the frame
+// rawAnswer returns the header of an answer frame (no sequence number)
+// from sender.
+func rawAnswer(sender string) []byte { return appendStr([]byte{2}, sender) }
+
+// pubTo publishes the data frame frame to node to's data subject for the sender the frame
 // names, with that sender's reply subject, as a node would.
 func pubTo(nc *nats.Conn, to string, frame []byte) error {
 	l, k := binary.Uvarint(frame[1:])
@@ -333,7 +337,7 @@ func TestAnswerFromAnotherNodeIsRefused(t *testing.T) {
 	// reply is a frame from sender answering the request with s (a CBOR
 	// text string of fewer than 24 bytes).
 	reply := func(sender, s string) []byte {
-		f := append(rawFrame(sender), rawKindReply)
+		f := append(rawAnswer(sender), rawKindReply)
 		f = binary.AppendUvarint(f, id)
 		return appendStr(f, string([]byte{0x60 + byte(len(s))})+s)
 	}
@@ -358,6 +362,8 @@ func requestID(t testing.TB, frame []byte) uint64 {
 	rd := frame[1:]
 	l, k := binary.Uvarint(rd)
 	rd = rd[k+int(l):]
+	_, k = binary.Uvarint(rd) // sequence number
+	rd = rd[k:]
 	if rd[0] != rawKindRequest {
 		t.Fatalf("record of kind %d, want a request", rd[0])
 	}

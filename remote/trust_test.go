@@ -138,7 +138,7 @@ func learnAsk(t testing.TB, a *remote.Node, msgs <-chan *nats.Msg) (id uint64, r
 
 // replyFrame is a frame from sender answering the ask id with s.
 func replyFrame(sender string, id uint64, s string) []byte {
-	f := append(rawFrame(sender), rawKindReply)
+	f := append(rawAnswer(sender), rawKindReply)
 	f = binary.AppendUvarint(f, id)
 	return appendStr(f, cborText(s))
 }

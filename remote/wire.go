@@ -11,7 +11,13 @@ import (
 
 // The wire format. Every NATS message between nodes is a frame:
 //
-//	frame   = version(1 byte) sender(string) record*
+//	frame   = version(1 byte) sender(string) [seq(uvarint)] record*
+//
+// seq, in data frames only (sends, requests and pings; not in answer
+// frames), is the sequence number of the frame's first send or request:
+// each node numbers the sends and requests it puts to each other node
+// 0, 1, 2... (pings are not numbered), so that the receiver counts the
+// messages missing between two frames (Stats.LostMessages).
 //
 // The sender field must name the node that the frame's subject names
 // (see Node.onMsg): identity comes from the subject, which server

@@ -22,6 +22,9 @@ func TestSecondNodeWithSameNameRefused(t *testing.T) {
 		}
 		t.Fatalf("second Connect as b: %v, want ErrNameInUse", err)
 	}
+	if s := b.Stats(); s.DecodeErrors != 0 {
+		t.Errorf("the live node counted %d decode errors for the check of its name, want 0", s.DecodeErrors)
+	}
 	other, err := remote.Connect(sys, url, "b", remote.WithLogger(quiet), remote.WithSubjectPrefix("other"))
 	must(t, err)
 	other.Close()

@@ -218,7 +218,9 @@
 //     subject of a third node, is refused, so it cannot have another node
 //     answer an ask in its place (a confused deputy);
 //   - can make up a "no responders" status only for itself (the node it
-//     asked then takes shop as down until shop answers a probe);
+//     asked then takes shop as down until shop answers a probe), and gaps
+//     in sequence numbers only in its own messages
+//     (Stats.LostMessages);
 //   - cannot read other nodes' traffic: it subscribes only to actord.shop.>;
 //   - cannot take the name of another node, and cannot subscribe as a
 //     second node shop unless it holds shop's credentials (Connect refuses
@@ -239,7 +241,7 @@
 // Whatever a NATS client publishes to a node's subjects, malformed frames
 // included, is refused and counted, never a crash. The node keeps a peer
 // (the state of the link to another node) for each node it imported from,
-// and for each node that asked or pinged it: those cost no goroutine, and
+// and for each node that sent it anything: those cost no goroutine, and
 // at most 1024 of them are kept (a new one then replaces another), so that
 // senders under ever new names cannot grow the node without bound. A
 // request's timeout from the wire saturates at the largest time.Duration.

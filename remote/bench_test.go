@@ -2,6 +2,7 @@ package remote_test
 
 import (
 	"context"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -206,4 +207,82 @@ func waitDone(b *testing.B, done chan struct{}) {
 	case <-time.After(60 * time.Second):
 		b.Fatal("messages lost")
 	}
+}
+
+// BenchmarkRequestReplyHandoff interleaves, in blocks of 64, three round
+// trips: raw nats.go request/reply; the same with the responder's handler
+// handing each request to a goroutine locked to its OS thread that
+// responds (the hop a remote ask takes through the serving system's
+// worker, without the executor); and remote Ask. It reports each one's
+// time per round trip and their ratios to raw: if handoff/raw is close to
+// remote/raw, the remote round trip's extra time is that hop, not the
+// remote package's own work.
+func BenchmarkRequestReplyHandoff(b *testing.B) {
+	url := startNATS(b, 0)
+	srv, cli := natsConn(b, url), natsConn(b, url)
+	sub, err := srv.Subscribe("echo", func(m *nats.Msg) { m.Respond(m.Data) })
+	must(b, err)
+	defer sub.Unsubscribe()
+	reqs := make(chan *nats.Msg, 1)
+	stopped := make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		defer close(stopped)
+		for m := range reqs {
+			m.Respond(m.Data)
+		}
+	}()
+	defer func() { close(reqs); <-stopped }()
+	sub2, err := srv.Subscribe("echo2", func(m *nats.Msg) { reqs <- m })
+	must(b, err)
+	defer sub2.Unsubscribe()
+	must(b, srv.Flush())
+	payload := []byte("hello")
+
+	sysA, sysB := startSystem(b), startSystem(b)
+	a := connect(b, sysA, url, "a")
+	n := connect(b, sysB, url, "b")
+	store := serveStore(b, sysB, n)
+	c := importStore(b, a, "b")
+	ctx := context.Background()
+	req := &Echo{S: "hello"}
+
+	const block = 64
+	var raw, hop, rem time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i += block {
+		k := min(block, b.N-i)
+		t0 := time.Now()
+		for range k {
+			if _, err := cli.Request("echo", payload, 5*time.Second); err != nil {
+				b.Fatal(err)
+			}
+		}
+		t1 := time.Now()
+		for range k {
+			if _, err := cli.Request("echo2", payload, 5*time.Second); err != nil {
+				b.Fatal(err)
+			}
+		}
+		t2 := time.Now()
+		for range k {
+			if _, err := c.echo.Ask(ctx, req); err != nil {
+				b.Fatal(err)
+			}
+		}
+		raw += t1.Sub(t0)
+		hop += t2.Sub(t1)
+		rem += time.Since(t2)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(raw.Nanoseconds())/float64(b.N), "raw-ns/op")
+	b.ReportMetric(float64(hop.Nanoseconds())/float64(b.N), "handoff-ns/op")
+	b.ReportMetric(float64(rem.Nanoseconds())/float64(b.N), "remote-ns/op")
+	b.ReportMetric(float64(hop)/float64(raw), "handoff/raw")
+	b.ReportMetric(float64(rem)/float64(raw), "remote/raw")
+	must(b, actor.SendPill(store, actor.FinishedMsg))
+	a.Close()
+	n.Close()
+	stopSystem(b, sysA)
+	stopSystem(b, sysB)
 }

@@ -1,11 +1,13 @@
 package remote
 
 import (
+	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
 
+	"github.com/actord/actord/actor"
 	"github.com/fxamacker/cbor/v2"
 	"google.golang.org/protobuf/proto"
 )
@@ -28,9 +30,18 @@ type Codec[T any] interface {
 // handles) through encoding/json. For a message type, T is the pointer type:
 // JSON[*Add](). The embedded actor.Message and actor.Request have no
 // exported fields, so they never appear in the encoding.
+//
+// encoding/json encodes exported fields only: a field that is not exported
+// would arrive empty, without error. So Export, ExportRequest, Import and
+// ImportRequest refuse a type that has one (ErrUnencodable, naming the
+// field), in the type or in the struct types of its fields, unless the
+// type holding it marshals itself (json.Marshaler, encoding.TextMarshaler,
+// as time.Time does). Blank (_) fields are allowed.
 func JSON[T any]() Codec[T] { return jsonCodec[T]{} }
 
 type jsonCodec[T any] struct{}
+
+func (jsonCodec[T]) checkType() error { return checkFields(reflect.TypeFor[T](), "JSON") }
 
 func (jsonCodec[T]) Append(dst []byte, v T) ([]byte, error) {
 	b, err := json.Marshal(v)
@@ -48,10 +59,13 @@ func (jsonCodec[T]) Decode(data []byte) (T, error) {
 
 // CBOR returns a codec for plain structs through CBOR (RFC 8949,
 // github.com/fxamacker/cbor): smaller and faster than JSON, same rules
-// (exported fields; the embedded actor.Message is not encoded).
+// (exported fields only, types with unexported ones refused as for JSON;
+// the embedded actor.Message is not encoded).
 func CBOR[T any]() Codec[T] { return cborCodec[T]{} }
 
 type cborCodec[T any] struct{}
+
+func (cborCodec[T]) checkType() error { return checkFields(reflect.TypeFor[T](), "CBOR") }
 
 func (cborCodec[T]) Append(dst []byte, v T) ([]byte, error) {
 	b, err := cbor.Marshal(v)
@@ -160,4 +174,83 @@ func isNil[T any](v T) bool {
 		return rv.IsNil()
 	}
 	return false
+}
+
+// checkCodec returns the error of c's type check, for the codecs that have
+// one (JSON and CBOR): see JSON.
+func checkCodec[T any](c Codec[T]) error {
+	if ck, ok := c.(interface{ checkType() error }); ok {
+		return ck.checkType()
+	}
+	return nil
+}
+
+var (
+	jsonMarshaler   = reflect.TypeFor[json.Marshaler]()
+	textMarshaler   = reflect.TypeFor[encoding.TextMarshaler]()
+	binaryMarshaler = reflect.TypeFor[encoding.BinaryMarshaler]()
+)
+
+// executorPkg holds actor.Message and actor.Request, which carry no data.
+var executorPkg = reflect.TypeFor[actor.Message]().PkgPath()
+
+// checkFields returns an error wrapping ErrUnencodable that names the
+// first unexported, non-blank field found in t or in the struct types it
+// holds (through pointers, slices, arrays and maps), skipping types that
+// marshal themselves and the embedded actor.Message and actor.Request.
+func checkFields(t reflect.Type, codec string) error {
+	seen := map[reflect.Type]bool{}
+	var walk func(t reflect.Type, path string) string
+	walk = func(t reflect.Type, path string) string {
+		for {
+			switch t.Kind() {
+			case reflect.Pointer, reflect.Slice, reflect.Array:
+				t = t.Elem()
+				continue
+			case reflect.Map:
+				if f := walk(t.Key(), path); f != "" {
+					return f
+				}
+				t = t.Elem()
+				continue
+			}
+			break
+		}
+		if t.Kind() != reflect.Struct || seen[t] || t.PkgPath() == executorPkg {
+			return ""
+		}
+		seen[t] = true
+		pt := reflect.PointerTo(t)
+		for _, m := range []reflect.Type{jsonMarshaler, textMarshaler, binaryMarshaler} {
+			if t.Implements(m) || pt.Implements(m) {
+				return ""
+			}
+		}
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name := f.Name
+			if path != "" {
+				name = path + "." + f.Name
+			}
+			switch {
+			case f.Name == "_":
+			case !f.IsExported() && !f.Anonymous:
+				return name
+			case f.Anonymous: // promoted fields: same path
+				if g := walk(f.Type, path); g != "" {
+					return g
+				}
+			default:
+				if g := walk(f.Type, name); g != "" {
+					return g
+				}
+			}
+		}
+		return ""
+	}
+	if f := walk(t, ""); f != "" {
+		return fmt.Errorf("%w: field %s of %s is not exported, %s would leave it out (export it, or give its type a marshal method, or use another codec)",
+			ErrUnencodable, f, t, codec)
+	}
+	return nil
 }

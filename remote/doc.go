@@ -6,10 +6,10 @@
 // # Nodes, exports, imports
 //
 // A Node is one actor system's presence on NATS: Connect gives it a name,
-// one NATS connection and one subscription on its own subject
-// ("actord.<name>"). Messages for all of the node's actors go to that one
-// subject; the name they were exported under travels in each message's
-// header, inside the payload.
+// one NATS connection and one subscription on its own subjects
+// ("actord.<name>.>", see "Security"). Messages for all of the node's
+// actors go to those subjects; the name they were exported under travels
+// in each message's header, inside the payload.
 //
 //	// Node "shop" (process 1): export a local port.
 //	node, err := remote.Connect(sys, "nats://127.0.0.1:4222", "shop")
@@ -41,7 +41,9 @@
 //
 // # Types and codecs
 //
-// A Codec encodes one type. JSON and CBOR encode plain structs, Proto
+// A Codec encodes one type. JSON and CBOR encode plain structs (their
+// exported fields: Export and Import refuse a type with an unexported
+// field, ErrUnencodable, rather than have it arrive empty), Proto
 // encodes message types that embed a generated protobuf message (a schema
 // shared by both ends). The embedded actor.Message and actor.Request carry
 // no data and are never encoded. Both ends of a port must use the same
@@ -91,6 +93,21 @@
 // trip to the server) are lost without error: core NATS gives a one-way
 // publish no other signal. Use an ask where the sender must know.
 //
+// Loss is counted where it can be detected: each node numbers the messages
+// (sends and requests) it sends to each other node, every frame carries
+// the number of its first one, and the receiver counts the numbers it
+// never got, at the next frame that arrives (Stats.LostMessages, logged).
+// That covers a NATS server restart (a node that reconnects first
+// publishes what it buffered meanwhile, and nobody has subscribed yet), a
+// node that the server cut off as a slow consumer (what the server held
+// for it is dropped; the node counts the disconnection, Stats.Disconnects,
+// and logs it), frames NATS refused to publish and frames the receiving
+// client dropped (Stats.Dropped). It does not cover the messages sent to a
+// node that was not running (it cannot count what it never saw; the sender
+// found it down), nor the last messages before a link falls silent for
+// good (no later frame shows the gap), nor answers (an ask whose answer
+// is lost ends with its context).
+//
 // A node that is up but slow never slows senders: its NATS subscription
 // hands messages to the actors' mailboxes, which do not block; asks to a
 // busy actor end with their context (ctx.Err()), and a reply after that is
@@ -106,9 +123,10 @@
 // termination (actor.ErrTerminated), with "no responders" for its node, or
 // with Close. A node that dies after receiving a request sends nothing back,
 // and nothing tells the asker: give asks a deadline. Only the node asked can
-// answer an ask: an answer from another node is counted as late and dropped.
-// Ask ids start at a random value at Connect, so a node restarted under the
-// same name takes no reply meant for its previous incarnation.
+// answer an ask (see "Security"); an answer for an ask that gave up is
+// counted as late and dropped. A node restarted under the same name takes
+// no answer meant for its previous incarnation: its reply subjects and ask
+// ids are new and random.
 //
 // After Close, Send, Ask and Flush return ErrClosed. If the NATS connection
 // closes for good without Close (the server gone, and reconnection off,
@@ -134,9 +152,12 @@
 // node if need be, then waits for the server's acknowledgement (a context
 // without deadline gets one of a minute); Close does the same before it
 // closes the connection.
-// Asks and replies are published by the caller's goroutine when nobody is
-// publishing, so that they wait for no goroutine switch. A reply is
-// published from the worker running the replying behaviour (inside its
+// Asks are published by the caller's goroutine when nobody is publishing
+// to that node, so that they wait for no goroutine switch; answers
+// (replies, failures, pongs) are not batched: each is published in a frame
+// of its own to the reply subject of the frame that asked (see
+// "Security"), by the goroutine that answers. A reply is published from
+// the worker running the replying behaviour (inside its
 // Reply call), or from the timer goroutine that times the request out:
 // nats.go copies it into the connection's write buffer and wakes its
 // flusher goroutine. That worker waits for the network only when the
@@ -152,18 +173,78 @@
 //
 // A node uses the NATS connection as configured by WithNATS: credentials,
 // NKeys, TLS and authorization are NATS's (nats.UserCredentials,
-// nats.Secure, nats.RootCAs...), not re-implemented here. Subject
-// permissions on the server decide which nodes may publish to which node's
-// subject; a node delivers only to what it exported.
+// nats.Secure, nats.RootCAs...), not re-implemented here. What a node
+// believes about who sent a message comes only from what the NATS server
+// vouches for, the subject it was published to, and so from the server's
+// subject permissions. This is the one place that describes it.
 //
-// Whatever a NATS client publishes to a node's subject, malformed frames
-// included, is refused and counted, never a crash. A frame whose sender is
-// not a valid node name is malformed. The node keeps a peer (the state of
-// the link to another node) for each node it imported from, and for each
-// node that asked or pinged it: those cost no goroutine, and at most 1024 of
-// them are kept (a new one then replaces another), so that senders under
-// ever new names cannot grow the node without bound. A request's timeout
-// from the wire saturates at the largest time.Duration.
+// Subjects, with the default prefix "actord" (WithSubjectPrefix):
+//
+//	actord.<to>.<from>          a frame of sends, requests and pings from node <from> to node <to>
+//	actord.<from>.<to>.<token>  its reply subject: <to>'s replies, failures and pongs,
+//	                            and the server's "no responders" for <to>
+//
+// Node <to> takes the sender from the subject (the frame's own sender
+// field must agree), answers only on the reply subject of the frame that
+// asked, and only if that subject is "actord.<from>.<to>.<token>". Node
+// <from> makes the token at random (128 bits) for node <to> alone, and
+// takes an answer, a pong or a "no responders" status only on its reply
+// subject for <to> with that token, and an answer only to an ask that it
+// sent to <to> and that is still waiting (ask ids are random 64-bit
+// numbers). Anything else is refused, counted (Stats.DecodeErrors or
+// Stats.LateReplies) and logged, never a crash.
+//
+// With every node's user given these permissions (nats-server
+// configuration; with NATS accounts and JWTs, the same subjects):
+//
+//	authorization {
+//	  users = [
+//	    {user: shop, password: $SHOP_PASS, permissions: {
+//	      publish:   ["actord.*.shop", "actord.*.shop.*"]
+//	      subscribe: ["actord.shop.>"]
+//	    }}
+//	    # ... one such user per node name
+//	  ]
+//	}
+//
+// a client connected as node shop:
+//
+//   - can send to any node's exported ports, and ask them, as shop, and
+//     nobody else can: node web delivers a message as from shop only if it
+//     was published to actord.web.shop;
+//   - can answer only the asks sent to shop: answers for other nodes' asks
+//     go to subjects it may not publish to, with tokens and ids it never
+//     saw; a request that names a third node as its sender, or a reply
+//     subject of a third node, is refused, so it cannot have another node
+//     answer an ask in its place (a confused deputy);
+//   - can make up a "no responders" status only for itself (the node it
+//     asked then takes shop as down until shop answers a probe), and gaps
+//     in sequence numbers only in its own messages
+//     (Stats.LostMessages);
+//   - cannot read other nodes' traffic: it subscribes only to actord.shop.>;
+//   - cannot take the name of another node, and cannot subscribe as a
+//     second node shop unless it holds shop's credentials (Connect refuses
+//     a name already connected, ErrNameInUse, but two processes holding the
+//     same credentials can still race for it).
+//
+// Without subscribe permissions, any client can read every frame, and with
+// the tokens and ids it reads, answer asks it can publish answers for.
+// Without publish permissions, any client can publish to
+// actord.<node>.<name> and so send to and ask the node's exported ports as
+// any node <name>; it still cannot answer other nodes' asks or fail them
+// (tokens and ids are unguessable to a client that cannot read them). Give
+// both. A node trusts the nodes that may publish to it only so far: every
+// message is decoded by the export's codec, a request's payload and text
+// are bounded by the server's max_payload, and a node delivers only to
+// what it exported.
+//
+// Whatever a NATS client publishes to a node's subjects, malformed frames
+// included, is refused and counted, never a crash. The node keeps a peer
+// (the state of the link to another node) for each node it imported from,
+// and for each node that sent it anything: those cost no goroutine, and
+// at most 1024 of them are kept (a new one then replaces another), so that
+// senders under ever new names cannot grow the node without bound. A
+// request's timeout from the wire saturates at the largest time.Duration.
 //
 // # Observability
 //

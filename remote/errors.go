@@ -49,3 +49,12 @@ var (
 // errConnClosed is returned by Send, Ask and Flush, and ends the asks
 // pending, once the node's NATS connection has closed without Close.
 var errConnClosed = fmt.Errorf("%w: %w", ErrClosed, nats.ErrConnectionClosed)
+
+// ErrNameInUse: Connect found a node of that name (and subject prefix)
+// connected already: it answered a ping on the name's subject.
+var ErrNameInUse = errors.New("remote: a node with this name is connected")
+
+// ErrUnencodable: Export or Import of a JSON or CBOR codec for a type that
+// has fields the codec would silently leave out (unexported ones); the
+// error names the field.
+var ErrUnencodable = errors.New("remote: type has fields its codec does not encode")

@@ -55,8 +55,9 @@ func FuzzOnMsg(f *testing.F) {
 		f.Fatal(err)
 	}
 
+	x, _ := n.peer([]byte("x"), false)
 	addHash, echoHash := typeHash(JSON[*fzAdd]()), typeHash(CBOR[*fzEcho]())
-	frame := func(sender string) []byte { return appendString([]byte{wireVersion}, []byte(sender)) }
+	frame := func(sender string) []byte { return append(appendString([]byte{wireVersion}, []byte(sender)), 0) }
 	send := func(b []byte, payload string) []byte {
 		b = appendString(append(b, kindSend), []byte("add"))
 		b = binary.LittleEndian.AppendUint32(b, addHash)
@@ -79,7 +80,9 @@ func FuzzOnMsg(f *testing.F) {
 	f.Add(append(binary.AppendUvarint(append(frame("x"), kindFailure), 1), codeDecode, 0))
 
 	f.Fuzz(func(t *testing.T, data []byte) {
-		n.onMsg(&nats.Msg{Subject: n.subject, Data: data})
+		// As data from x, and as an answer from x on its reply subject.
+		n.onMsg(&nats.Msg{Subject: n.subjectDot + "x", Reply: "actord.x.b.t", Data: data})
+		n.onMsg(&nats.Msg{Subject: x.inbox, Data: data})
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if s, err := actor.Ask(ctx, echo, &fzEcho{S: "alive"}); err != nil || s != "alive" {

@@ -182,6 +182,8 @@ func TestEvictedPeerKeepsWorking(t *testing.T) {
 	if d := n.Stats().PeersDown; d != 0 {
 		t.Errorf("%d peers down after the down peer's eviction, want 0", d)
 	}
+	reply := "actord.x.b.t"
+	p.replyTo.Store(&reply)        // as the request's frame did
 	p.fail(1, codeOther, "answer") // as a replier would
 	if s := n.Stats(); s.FramesSent != 1 || s.PublishErrors != 0 {
 		t.Errorf("evicted peer's answer: %d frames sent, %d publish errors; want 1, 0", s.FramesSent, s.PublishErrors)

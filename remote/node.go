@@ -1,8 +1,9 @@
 package remote
 
 import (
-	"bytes"
 	"context"
+	crand "crypto/rand"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -27,10 +28,13 @@ type Node struct {
 	sub     *nats.Subscription
 	name    string
 	prefix  string
-	subject string
-	log     *slog.Logger
-	probe   time.Duration
-	header  []byte // frame header: version and this node's name
+	subject string // "<prefix>.<name>": the node receives on subject.>
+	// prefixDot and subjectDot are prefix and subject followed by a dot,
+	// for parsing subjects without allocating.
+	prefixDot, subjectDot string
+	log                   *slog.Logger
+	probe                 time.Duration
+	header                []byte // frame header: version and this node's name
 	// maxRecord bounds one record (the server's max_payload less the frame
 	// header); batchBytes is the size past which a frame is cut.
 	maxRecord  int
@@ -55,13 +59,13 @@ type Node struct {
 	connLost atomic.Bool
 	atEnd    []func() // run by Close (forwarders' pills)
 
-	callsMu sync.Mutex // guards calls and nextID
+	callsMu sync.Mutex // guards calls and ids
 	calls   map[uint64]*call
-	// nextID is the last ask id given out. Connect seeds it at random, so
-	// that a node restarted under the same name does not reuse the ids of
-	// its previous incarnation: a reply to one of those, still in flight,
-	// would otherwise complete the new incarnation's ask of the same id.
-	nextID uint64
+	// ids draws the ask ids: a ChaCha8 stream seeded from crypto/rand at
+	// Connect, so that ids are unguessable (knowing some of them tells
+	// nothing of the others) and a node restarted under the same name
+	// does not reuse the ids of its previous incarnation.
+	ids *rand.ChaCha8
 
 	done chan struct{}  // closed by Close: flushers and probes return
 	wg   sync.WaitGroup // flusher and probe goroutines
@@ -141,10 +145,16 @@ func WithPendingLimits(frames, bytes int) Option {
 // Connect connects a node named name of the system sys to the NATS server(s)
 // at url and subscribes to the node's subject. The name must be a single
 // NATS subject token (no '.', '*', '>' or white space) of at most
-// maxNameLen (255) bytes; two live nodes with the same name and prefix
-// would share their traffic.
+// maxNameLen (255) bytes.
 //
-// Errors: ErrBadName, and those of nats.Connect and Subscribe.
+// Before it subscribes, Connect checks that no node of that name (and
+// prefix) is connected: a second one is refused with ErrNameInUse, so that
+// two live nodes never share a name's traffic (two Connects at the same
+// moment can both pass the check; see "Security" in the package
+// documentation).
+//
+// Errors: ErrBadName, ErrNameInUse, and those of nats.Connect and
+// Subscribe.
 func Connect(sys *actor.System, url, name string, opts ...Option) (*Node, error) {
 	if sys == nil {
 		panic("remote: Connect with a nil system")
@@ -160,22 +170,23 @@ func Connect(sys *actor.System, url, name string, opts ...Option) (*Node, error)
 		return nil, fmt.Errorf("%w: %q", ErrBadName, name)
 	}
 	n := &Node{
-		sys:     sys,
-		name:    name,
-		prefix:  cfg.prefix,
-		subject: cfg.prefix + "." + name,
-		log:     cfg.log,
-		probe:   cfg.probe,
-		peers:   make(map[string]*peer),
-		calls:   make(map[uint64]*call),
-		// Below 2^62: a node would need centuries of asks to wrap.
-		nextID: rand.Uint64() >> 2,
-		done:   make(chan struct{}),
+		sys:        sys,
+		name:       name,
+		prefix:     cfg.prefix,
+		subject:    cfg.prefix + "." + name,
+		prefixDot:  cfg.prefix + ".",
+		subjectDot: cfg.prefix + "." + name + ".",
+		log:        cfg.log,
+		probe:      cfg.probe,
+		peers:      make(map[string]*peer),
+		calls:      make(map[uint64]*call),
+		ids:        rand.NewChaCha8(randomSeed()),
+		done:       make(chan struct{}),
 	}
 	// The closed handler is set by the last option, so that it wraps the
 	// user's; set through the options it is in place before the connection
 	// exists, so no closing can be missed.
-	nc, err := nats.Connect(url, append(slices.Clip(cfg.nats), n.chainClosedHandler, n.defaultErrorHandler)...)
+	nc, err := nats.Connect(url, append(slices.Clip(cfg.nats), n.chainClosedHandler, n.chainConnHandlers, n.defaultErrorHandler)...)
 	if err != nil {
 		return nil, err
 	}
@@ -186,7 +197,11 @@ func Connect(sys *actor.System, url, name string, opts ...Option) (*Node, error)
 	n.batchBytes = min(64<<10, int(nc.MaxPayload()))
 	empty := map[string]*export{}
 	n.exports.Store(&empty)
-	sub, err := nc.Subscribe(n.subject, n.onMsg)
+	if err := n.claimName(); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	sub, err := nc.Subscribe(n.subjectDot+">", n.onMsg)
 	if err == nil {
 		err = sub.SetPendingLimits(cfg.pendMsgs, cfg.pendBytes)
 	}
@@ -213,16 +228,42 @@ func validToken(s string) bool {
 	return s != "" && len(s) <= maxNameLen && !strings.ContainsAny(s, notInToken)
 }
 
-// validSender is validToken for a frame's sender.
-func validSender(b []byte) bool {
-	return len(b) > 0 && len(b) <= maxNameLen && !bytes.ContainsAny(b, notInToken)
-}
-
 // Name returns the node's name.
 func (n *Node) Name() string { return n.name }
 
-// Subject returns the NATS subject the node receives on.
+// Subject returns the node's subject, "<prefix>.<name>": the node receives
+// on the subjects below it (Subject()+".>"), see "Security" in the package
+// documentation.
 func (n *Node) Subject() string { return n.subject }
+
+// randomSeed returns 32 bytes from crypto/rand.
+func randomSeed() (seed [32]byte) {
+	crand.Read(seed[:]) // never fails (Go 1.24+): it crashes the program instead
+	return seed
+}
+
+// randomToken returns a random subject token of 26 characters (128 bits,
+// base 32, lower case).
+func randomToken() string {
+	var b [16]byte
+	crand.Read(b[:])
+	const digits = "abcdefghijklmnopqrstuvwxyz234567"
+	var out [26]byte
+	var acc uint64
+	bits := 0
+	j := 0
+	for _, c := range b {
+		acc = acc<<8 | uint64(c)
+		bits += 8
+		for bits >= 5 {
+			bits -= 5
+			out[j] = digits[(acc>>bits)&31]
+			j++
+		}
+	}
+	out[j] = digits[(acc<<(5-bits))&31]
+	return string(out[:])
+}
 
 // Conn returns the node's NATS connection, for status and statistics. Do
 // not close it (Close does), nor replace its closed handler (pass yours to
@@ -329,6 +370,30 @@ func (n *Node) chainClosedHandler(o *nats.Options) error {
 	return nil
 }
 
+// chainConnHandlers is a nats.Option, applied after the user's: it counts
+// and logs each loss of the connection (Stats.Disconnects), whose frames in
+// flight are lost (the receivers count them, Stats.LostMessages), and
+// logs each reconnection, then calls the handlers the user's options set.
+func (n *Node) chainConnHandlers(o *nats.Options) error {
+	userDisc, userRecon := o.DisconnectedErrCB, o.ReconnectedCB
+	o.DisconnectedErrCB = func(c *nats.Conn, err error) {
+		if !n.closed.Load() {
+			n.st.disconnects.Add(1)
+			n.log.Warn("remote: NATS connection lost, messages in flight to and from this node are lost", "node", n.name, "err", err)
+		}
+		if userDisc != nil {
+			userDisc(c, err)
+		}
+	}
+	o.ReconnectedCB = func(c *nats.Conn) {
+		n.log.Info("remote: NATS connection back", "node", n.name, "server", c.ConnectedUrlRedacted())
+		if userRecon != nil {
+			userRecon(c)
+		}
+	}
+	return nil
+}
+
 // defaultErrorHandler is a nats.Option, applied after the user's: unless
 // they set an asynchronous error handler, it sets one that logs nats.go's
 // asynchronous errors (a slow consumer, counted in Stats.Dropped, above
@@ -391,6 +456,46 @@ func (n *Node) peerList() []*peer {
 		ps = append(ps, p)
 	}
 	return ps
+}
+
+// claimTimeout bounds Connect's wait for an answer to its ping of its own
+// name.
+const claimTimeout = 2 * time.Second
+
+// claimName refuses the node's name if a node of that name is connected:
+// before subscribing, the node pings its own name, as a node of that name
+// would ping another, on <prefix>.<name>.<name> with the reply subject
+// <prefix>.<name>.<name>.<token>. The server answers "no responders" at
+// once when nobody has subscribed to the name's subjects: the name is
+// free. A node of that name answers with a pong: ErrNameInUse. So does
+// silence until claimTimeout: something subscribed to the name's subjects
+// and does not answer.
+//
+// Two nodes that connect under one name at the same moment can both find
+// it free: this is a check, not a lock (with server permissions, only the
+// holders of a node's credentials can subscribe to its subjects at all).
+func (n *Node) claimName() error {
+	inbox := n.subjectDot + n.name + "." + randomToken()
+	sub, err := n.nc.SubscribeSync(inbox)
+	if err != nil {
+		return err
+	}
+	defer sub.Unsubscribe()
+	ping := append(slices.Clip(n.header), 0, kindPing) // sequence number 0, a ping
+	if err := n.nc.PublishRequest(n.subjectDot+n.name, inbox, ping); err != nil {
+		return err
+	}
+	m, err := sub.NextMsg(claimTimeout)
+	switch {
+	case errors.Is(err, nats.ErrNoResponders), // how nats.go's NextMsg reports the status
+		err == nil && len(m.Data) == 0 && m.Header.Get("Status") == "503":
+		return nil
+	case err == nil:
+		return fmt.Errorf("%w: %q answered on %s", ErrNameInUse, n.name, n.subject)
+	case errors.Is(err, nats.ErrTimeout):
+		return fmt.Errorf("%w: %q: something subscribed to %s.> and did not answer in %v", ErrNameInUse, n.name, n.subject, claimTimeout)
+	}
+	return err
 }
 
 // maxTransientPeers bounds the peers that were never imported: they are
@@ -516,8 +621,10 @@ func (n *Node) register(c *call) (uint64, bool) {
 		n.callsMu.Unlock()
 		return 0, false
 	}
-	n.nextID++
-	id := n.nextID
+	id := n.ids.Uint64()
+	for id == 0 || n.calls[id] != nil {
+		id = n.ids.Uint64()
+	}
 	n.calls[id] = c
 	n.callsMu.Unlock()
 	return id, true
@@ -533,15 +640,14 @@ func (n *Node) unregister(id uint64) bool {
 	return ok
 }
 
-// complete hands the answer r, received from the node named sender, to the
-// pending ask id. An answer for an ask that gave up, or from another node
-// than the one the ask was sent to (a reply meant for a previous
-// incarnation of this node, or a forgery), is counted as late and dropped;
-// the ask stays pending.
-func (n *Node) complete(id uint64, sender []byte, r result) {
+// complete hands the answer r, received on the reply subject of the peer
+// from, to the pending ask id. An answer for an ask that gave up, or for
+// an ask of another peer (which the peer from never saw), is counted as
+// late and dropped; the ask stays pending.
+func (n *Node) complete(id uint64, from *peer, r result) {
 	n.callsMu.Lock()
 	c := n.calls[id]
-	if c == nil || c.peer.name != string(sender) {
+	if c == nil || c.peer != from {
 		n.callsMu.Unlock()
 		n.st.lateReplies.Add(1)
 		return
@@ -551,20 +657,11 @@ func (n *Node) complete(id uint64, sender []byte, r result) {
 	c.ch <- r
 }
 
-// noResponders handles the server's no-responders status for a frame sent
-// to the node subject dest: the peer is marked down (sends fail fast and a
-// probe starts), and its pending asks fail.
-func (n *Node) noResponders(dest string) {
-	name, ok := strings.CutPrefix(dest, n.prefix+".")
-	if !ok {
-		return
-	}
-	n.mu.Lock()
-	p := n.peers[name]
-	n.mu.Unlock()
-	if p == nil {
-		return
-	}
+// noResponders handles the server's no-responders status, received on the
+// reply subject of the peer p (the server sends it there when a frame
+// published to p found no subscription): the peer is marked down (sends
+// fail fast and a probe starts), and its pending asks fail.
+func (n *Node) noResponders(p *peer) {
 	p.markDown()
 	var failed []*call
 	n.callsMu.Lock()
@@ -581,35 +678,81 @@ func (n *Node) noResponders(dest string) {
 	}
 }
 
-// onMsg receives every NATS message on the node's subject, on the one
+// onMsg receives every NATS message on the node's subjects, on the one
 // goroutine of the subscription, in the order the server delivers them.
+// The subject says who sent it, as far as the server's permissions vouch
+// for it (see "Security" in the package documentation):
+//
+//	<prefix>.<self>.<sender>          data: sends, requests and pings from sender
+//	<prefix>.<self>.<sender>.<token>  answers from sender: replies, failures, pongs,
+//	                                  and the server's "no responders" for sender
+//
+// where token is the random reply token this node gave the peer sender
+// (peer.inbox): an answer on any other subject is refused.
 func (n *Node) onMsg(m *nats.Msg) {
-	if len(m.Data) == 0 && m.Header != nil && m.Header.Get("Status") == "503" {
-		n.noResponders(m.Header.Get("Nats-Subject"))
+	rest, ok := strings.CutPrefix(m.Subject, n.subjectDot)
+	if !ok {
+		n.malformed(m)
 		return
 	}
+	if sender, token, isAnswer := strings.Cut(rest, "."); isAnswer {
+		n.onAnswer(m, sender, token)
+	} else {
+		n.onData(m, rest)
+	}
+}
+
+// frameBody checks a frame's version and sender field (which must name the
+// node the subject says sent it) and returns a reader of its records.
+func (n *Node) frameBody(m *nats.Msg, sender string) (reader, bool) {
 	n.st.framesIn.Add(1)
 	n.st.bytesIn.Add(uint64(len(m.Data)))
 	r := reader{b: m.Data}
-	if r.byte() != wireVersion {
+	if r.byte() != wireVersion || string(r.bytes()) != sender || r.err != nil {
+		return r, false
+	}
+	return r, true
+}
+
+// validReply reports whether reply is the reply subject a node named
+// sender gives its frames to this node: "<prefix>.<sender>.<self>.<token>".
+// Answers go there and nowhere else, so that a frame cannot have this node
+// publish to a subject of a third node.
+func (n *Node) validReply(reply, sender string) bool {
+	r, ok := strings.CutPrefix(reply, n.prefixDot)
+	if ok {
+		r, ok = strings.CutPrefix(r, sender)
+	}
+	if ok {
+		r, ok = strings.CutPrefix(r, ".")
+	}
+	if ok {
+		r, ok = strings.CutPrefix(r, n.name)
+	}
+	if ok {
+		r, ok = strings.CutPrefix(r, ".")
+	}
+	return ok && validToken(r)
+}
+
+// onData handles a frame published to <prefix>.<self>.<sender>: one-way
+// sends, requests and pings. Answers there are malformed: they come only
+// on the reply subject this node gave the sender.
+func (n *Node) onData(m *nats.Msg, sender string) {
+	r, ok := n.frameBody(m, sender)
+	seq := r.uvarint()
+	if !ok || r.err != nil || !validToken(sender) || !n.validReply(m.Reply, sender) {
 		n.malformed(m)
 		return
 	}
-	sender := r.bytes()
-	if r.err != nil || !validSender(sender) {
-		n.malformed(m)
-		return
+	from := n.sender(sender, m.Reply)
+	if from == nil {
+		return // closed
 	}
-	var from *peer // the sender's peer, found when a record needs it
-	if n.downPeers.Load() > 0 {
-		// A frame from a node proves it is subscribed again.
-		n.mu.Lock()
-		p := n.peers[string(sender)]
-		n.mu.Unlock()
-		if p != nil {
-			p.markUp()
-		}
+	if from.down.Load() {
+		from.markUp() // a frame from a node proves it is connected again
 	}
+	n.sequence(from, seq)
 	exports := *n.exports.Load()
 	for len(r.b) > 0 {
 		kind := r.byte()
@@ -627,22 +770,18 @@ func (n *Node) onMsg(m *nats.Msg) {
 				break
 			}
 			n.st.received.Add(1)
-			if kind == kindRequest && from == nil {
-				if from, _ = n.peer(sender, false); from == nil {
-					return // closed
-				}
-			}
+			from.rxNext++
 			ex := exports[string(name)]
 			switch {
 			case ex == nil:
 				n.st.unknownName.Add(1)
-				n.warn("remote: message for a name not exported, refused", "name", string(name), "from", string(sender))
+				n.warn("remote: message for a name not exported, refused", "name", string(name), "from", sender)
 				if kind == kindRequest {
 					from.fail(id, codeUnknownName, string(name))
 				}
 			case ex.hash != hash || (kind == kindRequest && ex.request == nil):
 				n.st.wrongType.Add(1)
-				n.warn("remote: message of the wrong type, refused", "name", string(name), "from", string(sender))
+				n.warn("remote: message of the wrong type, refused", "name", string(name), "from", sender)
 				if kind == kindRequest {
 					from.fail(id, codeWrongType, string(name))
 				}
@@ -651,11 +790,92 @@ func (n *Node) onMsg(m *nats.Msg) {
 			default:
 				ex.request(from, id, wireTimeout(tmo), payload)
 			}
+		case kindPing:
+			from.answer([]byte{kindPong}, nil, false)
+		default:
+			r.err = errMalformed
+		}
+		if r.err != nil {
+			n.malformed(m)
+			return
+		}
+	}
+}
+
+// sequence checks the sequence number seq of a data frame from the peer
+// p: the messages between the last one received and seq never came (lost
+// in a server restart, a slow-consumer cut-off, dropped here...) and are
+// counted and logged. A smaller seq than expected is the sender's new
+// incarnation (restarted under the same name, numbering from 0 again):
+// what its previous one lost at the end is not known. The first frame
+// from a peer (or after its peer was evicted) sets where counting starts.
+// On the subscription goroutine only.
+func (n *Node) sequence(p *peer, seq uint64) {
+	if p.rxSeen && seq > p.rxNext {
+		lost := seq - p.rxNext
+		n.st.lost.Add(lost)
+		n.warn("remote: messages from a node never arrived (a NATS server restart or a slow consumer?), lost", "from", p.name, "lost", lost)
+	}
+	p.rxNext, p.rxSeen = seq, true
+}
+
+// sender returns the peer for the node named name, which sent a frame with
+// the (valid) reply subject reply, creating it if need be; nil once the
+// node is closed. The peer's answers go to reply from now on.
+func (n *Node) sender(name, reply string) *peer {
+	p, _ := n.peer([]byte(name), false)
+	if p != nil {
+		if r := p.replyTo.Load(); r == nil || *r != reply {
+			p.replyTo.Store(&reply)
+		}
+	}
+	return p
+}
+
+// onAnswer handles a message on <prefix>.<self>.<sender>.<token>, the reply
+// subject of the frames this node publishes to sender: if token is the
+// peer's, replies, failures and pongs from sender, or the server's "no
+// responders" status for it. Anything else is malformed: an answer on
+// another token (made up, or given to a previous incarnation of this
+// node), and a status anywhere else.
+func (n *Node) onAnswer(m *nats.Msg, sender, token string) {
+	n.mu.Lock()
+	p := n.peers[sender]
+	n.mu.Unlock()
+	if p == nil || subtle.ConstantTimeCompare([]byte(token), []byte(p.token)) != 1 {
+		if sender == n.name {
+			// This node's own pong to another Connect's check of the
+			// name (claimName), heard on its own subjects: not malformed.
+			return
+		}
+		n.st.framesIn.Add(1)
+		n.malformed(m)
+		return
+	}
+	if len(m.Data) == 0 && m.Header != nil {
+		n.st.framesIn.Add(1)
+		if m.Header.Get("Status") == "503" {
+			n.noResponders(p)
+		} else {
+			n.malformed(m)
+		}
+		return
+	}
+	r, ok := n.frameBody(m, sender)
+	if !ok {
+		n.malformed(m)
+		return
+	}
+	if p.down.Load() {
+		p.markUp() // it answered: it is up
+	}
+	for len(r.b) > 0 {
+		switch r.byte() {
 		case kindReply:
 			id := r.uvarint()
 			payload := r.bytes()
 			if r.err == nil {
-				n.complete(id, sender, result{payload: payload})
+				n.complete(id, p, result{payload: payload})
 			}
 		case kindFailure:
 			id := r.uvarint()
@@ -665,23 +885,9 @@ func (n *Node) onMsg(m *nats.Msg) {
 				if code == 0 || code >= codeConnClosed {
 					code = codeOther
 				}
-				n.complete(id, sender, result{code: code, text: string(text)})
+				n.complete(id, p, result{code: code, text: string(text)})
 			}
-		case kindPing:
-			if from == nil {
-				if from, _ = n.peer(sender, false); from == nil {
-					return
-				}
-			}
-			from.put([]byte{kindPong}, nil, true, false)
 		case kindPong:
-			// Only a peer this node knows can have been pinged.
-			n.mu.Lock()
-			p := n.peers[string(sender)]
-			n.mu.Unlock()
-			if p != nil {
-				p.markUp()
-			}
 		default:
 			r.err = errMalformed
 		}

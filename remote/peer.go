@@ -30,18 +30,44 @@ import (
 // publish has returned. flush, for Node.Flush and close, waits until every
 // frame closed or being filled when it was called is published, taking
 // over the publishing if nobody is at it.
+//
+// Subjects: frames to the peer are published to its data subject
+// "<prefix>.<peer>.<self>" with the reply subject inbox,
+// "<prefix>.<self>.<peer>.<token>", where token is random, made for this
+// peer alone: the peer's answers, and the server's "no responders" for
+// the peer, come back there (see Node.onAnswer). The peer's answers to
+// requests it sent are published to the reply subject of its frames,
+// replyTo.
 type peer struct {
 	n       *Node
 	name    string
-	subject string
+	subject string        // data subject: <prefix>.<name>.<self>
+	token   string        // reply token this node gave the peer
+	inbox   string        // reply subject of frames to the peer: <prefix>.<self>.<name>.<token>
 	kick    chan struct{} // capacity 1: wakes the flusher
 
-	mu       sync.Mutex // guards everything below
-	buf      []byte     // the frame being filled; starts with n.header
-	full     [][]byte   // frames cut at batchBytes, waiting
-	spare    []byte     // a published frame's storage, for reuse
-	flushing bool       // a goroutine is publishing (it drains all)
-	kicked   bool       // the flusher has been woken and has not run yet
+	// replyTo is the reply subject of the last frame from the peer (a
+	// valid one, see Node.validReply): answers to its requests and pings
+	// are published there. Nil until the peer sent a frame.
+	replyTo atomic.Pointer[string]
+
+	// rxNext is the sequence number of the next message (send or
+	// request) expected from the peer, rxSeen whether one came: read and
+	// written only by the node's subscription goroutine (Node.onData).
+	rxNext uint64
+	rxSeen bool
+
+	mu      sync.Mutex // guards everything below
+	buf     []byte     // the frame being filled; starts with n.header and a sequence number
+	bufHead int        // the length of buf's header: buf holds no record if len(buf) == bufHead
+	// txSeq is the sequence number of the next send or request put: each
+	// data frame carries the number of its first one, so that the peer
+	// finds the gaps (Stats.LostMessages).
+	txSeq    uint64
+	full     [][]byte // frames cut at batchBytes, waiting
+	spare    []byte   // a published frame's storage, for reuse
+	flushing bool     // a goroutine is publishing (it drains all)
+	kicked   bool     // the flusher has been woken and has not run yet
 	closed   bool
 	probing  bool // a probe goroutine runs
 	// framed counts the frames closed, published those whose publish has
@@ -64,9 +90,11 @@ type peer struct {
 }
 
 func newPeer(n *Node, name string) *peer {
-	p := &peer{n: n, name: name, subject: n.prefix + "." + name, kick: make(chan struct{}, 1)}
+	token := randomToken()
+	p := &peer{n: n, name: name, subject: n.prefixDot + name + "." + n.name,
+		token: token, inbox: n.subjectDot + name + "." + token, kick: make(chan struct{}, 1)}
 	p.progress.L = &p.mu
-	p.buf = append(make([]byte, 0, 512), n.header...)
+	p.buf = p.frameHead(make([]byte, 0, 512))
 	return p
 }
 
@@ -81,20 +109,22 @@ func (p *peer) put(head, payload []byte, urgent, withPayload bool) error {
 	if size > n.maxRecord {
 		return fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, size, n.maxRecord)
 	}
-	hl := len(n.header)
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
 		return ErrClosed
 	}
-	if len(p.buf) > hl && len(p.buf)+size > n.batchBytes {
+	if len(p.buf) > p.bufHead && len(p.buf)+size > n.batchBytes {
 		p.framed++
 		p.full = append(p.full, p.buf)
-		p.buf = append(make([]byte, 0, n.batchBytes), n.header...)
+		p.buf = p.frameHead(make([]byte, 0, n.batchBytes))
 	}
 	p.buf = append(p.buf, head...)
 	if withPayload {
 		p.buf = appendString(p.buf, payload)
+	}
+	if head[0] == kindSend || head[0] == kindRequest {
+		p.txSeq++
 	}
 	switch {
 	case p.flushing:
@@ -115,11 +145,19 @@ func (p *peer) put(head, payload []byte, urgent, withPayload bool) error {
 	return nil
 }
 
+// frameHead appends a data frame's header to b: the node's header and the
+// sequence number of the frame's first message; sets bufHead. Called with
+// mu held.
+func (p *peer) frameHead(b []byte) []byte {
+	b = binary.AppendUvarint(append(b, p.n.header...), p.txSeq)
+	p.bufHead = len(b)
+	return b
+}
+
 // drain publishes frames until none is left, then clears flushing. Called
 // with mu held and flushing set by the caller; returns with mu released.
 func (p *peer) drain() {
 	n := p.n
-	hl := len(n.header)
 	for {
 		var frame []byte
 		fromBuf := false
@@ -128,10 +166,10 @@ func (p *peer) drain() {
 			frame = p.full[0]
 			p.full[0] = nil
 			p.full = p.full[1:]
-		case len(p.buf) > hl:
+		case len(p.buf) > p.bufHead:
 			p.framed++
 			frame = p.buf
-			p.buf = append(p.spare[:0], n.header...)
+			p.buf = p.frameHead(p.spare[:0])
 			p.spare = nil
 			fromBuf = true
 		default:
@@ -141,10 +179,11 @@ func (p *peer) drain() {
 			return
 		}
 		p.mu.Unlock()
-		// The reply subject makes the server answer "no responders" to
-		// this node when the peer has no subscription. Publish copies the
-		// frame into the connection's buffer.
-		if err := n.nc.PublishRequest(p.subject, n.subject, frame); err != nil {
+		// The reply subject is where the peer answers, and where the
+		// server answers "no responders" when the peer has no
+		// subscription. Publish copies the frame into the connection's
+		// buffer.
+		if err := n.nc.PublishRequest(p.subject, p.inbox, frame); err != nil {
 			n.st.publishErrors.Add(1)
 			n.warn("remote: frame not published, its messages are lost", "to", p.name, "err", err)
 		} else {
@@ -196,7 +235,7 @@ func (p *peer) flushNow() {
 func (p *peer) flush(ctx context.Context) error {
 	p.mu.Lock()
 	target := p.framed // the frames to wait for: those closed, and buf
-	if len(p.buf) > len(p.n.header) {
+	if len(p.buf) > p.bufHead {
 		target++
 	}
 	if p.flushing && p.published < target {
@@ -239,7 +278,46 @@ func (p *peer) fail(id uint64, code byte, text string) {
 	head := append(hb[:0], kindFailure)
 	head = binary.AppendUvarint(head, id)
 	head = append(head, code)
-	_ = p.put(head, []byte(text), true, true)
+	if len(text) > 1024 {
+		text = text[:1024]
+	}
+	_ = p.answer(head, []byte(text), true)
+}
+
+// answer publishes one answer record (a reply, failure or pong), head then
+// (withPayload) payload as a string, in a frame of its own to the peer's
+// reply subject, from the caller's goroutine: answers are not batched,
+// since each goes to the subject that the request's frame named and waits
+// for nobody. Errors: ErrTooLarge; a frame NATS refuses is counted in
+// Stats.PublishErrors, and one for a peer that never sent a reply subject
+// is dropped.
+func (p *peer) answer(head, payload []byte, withPayload bool) error {
+	n := p.n
+	size := len(head)
+	if withPayload {
+		size += binary.MaxVarintLen32 + len(payload)
+	}
+	if size > n.maxRecord {
+		return fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, size, n.maxRecord)
+	}
+	to := p.replyTo.Load()
+	if to == nil {
+		return nil
+	}
+	buf := getScratch()
+	frame := append(append((*buf)[:0], n.header...), head...)
+	if withPayload {
+		frame = appendString(frame, payload)
+	}
+	if err := n.nc.Publish(*to, frame); err != nil {
+		n.st.publishErrors.Add(1)
+		n.warn("remote: answer not published, it is lost", "to", p.name, "err", err)
+	} else {
+		n.st.framesOut.Add(1)
+		n.st.bytesOut.Add(uint64(len(frame)))
+	}
+	putScratch(buf, frame)
+	return nil
 }
 
 // markDown marks the peer down and, if this node imported ports of it,

@@ -51,10 +51,13 @@ type RequestPort[Req, R any] struct {
 // that decodes to a nil message (JSON or CBOR null for a pointer type), or
 // on which the codec's Decode panics, counts as failing to decode.
 //
-// Errors: ErrNameTaken, ErrClosed.
+// Errors: ErrNameTaken, ErrClosed, ErrUnencodable (see JSON).
 func Export[M any](n *Node, name string, p actor.Port[M], c Codec[M]) error {
 	if c == nil {
 		panic("remote: Export with a nil codec")
+	}
+	if err := checkCodec(c); err != nil {
+		return err
 	}
 	return n.addExport(name, &export{hash: typeHash(c), send: deliverFunc(n, name, p, c)})
 }
@@ -86,10 +89,16 @@ func deliverFunc[M any](n *Node, name string, p actor.Port[M], c Codec[M]) func(
 // answered with ErrDecode. Plain sends through the port work as for
 // Export.
 //
-// Errors: ErrNameTaken, ErrClosed.
+// Errors: ErrNameTaken, ErrClosed, ErrUnencodable (see JSON).
 func ExportRequest[TR, R any, Req executor.RequestPtr[TR, R]](n *Node, name string, p actor.Port[Req], req Codec[Req], reply Codec[R]) error {
 	if req == nil || reply == nil {
 		panic("remote: ExportRequest with a nil codec")
+	}
+	if err := checkCodec(req); err != nil {
+		return err
+	}
+	if err := checkCodec(reply); err != nil {
+		return err
 	}
 	pool := &sync.Pool{}
 	request := func(from *peer, id uint64, timeout time.Duration, payload []byte) {
@@ -158,7 +167,7 @@ func (r *replier[R]) done(v R, err error) {
 		r.n.st.encodeErrors.Add(1)
 		r.n.warn("remote: reply not encoded", "err", err)
 		from.fail(id, codeEncode, err.Error())
-	} else if err := from.put(head, payload, true, true); err != nil {
+	} else if err := from.answer(head, payload, true); err != nil {
 		from.fail(id, codeEncode, err.Error()) // too large
 	}
 	putScratch(buf, payload)
@@ -200,10 +209,14 @@ func putScratch(b *[]byte, used []byte) {
 // node, whose messages are encoded with c. Nothing is sent: a name that the
 // node does not export, or exports with another type, is refused there.
 //
-// Errors: ErrBadName (node is not a valid node name), ErrClosed.
+// Errors: ErrBadName (node is not a valid node name), ErrClosed,
+// ErrUnencodable (see JSON).
 func Import[M any](n *Node, node, name string, c Codec[M]) (*Port[M], error) {
 	if c == nil {
 		panic("remote: Import with a nil codec")
+	}
+	if err := checkCodec(c); err != nil {
+		return nil, err
 	}
 	if !validToken(node) {
 		return nil, fmt.Errorf("%w: %q", ErrBadName, node)
@@ -223,6 +236,9 @@ func Import[M any](n *Node, node, name string, c Codec[M]) (*Port[M], error) {
 func ImportRequest[TR, R any, Req executor.RequestPtr[TR, R]](n *Node, node, name string, req Codec[Req], reply Codec[R]) (*RequestPort[Req, R], error) {
 	if reply == nil {
 		panic("remote: ImportRequest with a nil codec")
+	}
+	if err := checkCodec(reply); err != nil {
+		return nil, err
 	}
 	p, err := Import(n, node, name, req)
 	if err != nil {

@@ -25,7 +25,14 @@ type Stats struct {
 	AsksTimedOut  uint64 // asks ended by their deadline: their context, or the serving node's timeout taken from it
 	LateReplies   uint64 // answers that came after their ask gave up
 	Dropped       uint64 // frames dropped by the NATS client as a slow consumer
-	PeersDown     uint64 // nodes currently found to have no responders (0 once the node is closed)
+	// LostMessages counts messages and requests from other nodes that
+	// never arrived, found by the gaps in their per-link sequence numbers
+	// (see "Delivery" in the package documentation): lost in a NATS server
+	// restart, a slow-consumer cut-off, a frame NATS refused to publish, or
+	// dropped here (Dropped).
+	LostMessages uint64
+	Disconnects  uint64 // times the NATS connection was lost (a server restart, a slow-consumer cut-off...), logged
+	PeersDown    uint64 // nodes currently found to have no responders (0 once the node is closed)
 	// AskLatency is the distribution of remote ask durations, from send to
 	// answer or failure (context endings excluded).
 	AskLatency Histogram
@@ -51,6 +58,7 @@ type counters struct {
 	encodeErrors, decodeErrors, unknownName, wrongType     atomic.Uint64
 	deadLetters, noResponders, publishErrors               atomic.Uint64
 	asksTimedOut, lateReplies                              atomic.Uint64
+	lost, disconnects                                      atomic.Uint64
 	latCounts                                              []atomic.Uint64
 	latSum                                                 atomic.Int64 // nanoseconds
 }
@@ -80,6 +88,7 @@ func (n *Node) Stats() Stats {
 		DeadLetters: c.deadLetters.Load(), NoResponders: c.noResponders.Load(),
 		PublishErrors: c.publishErrors.Load(),
 		AsksTimedOut:  c.asksTimedOut.Load(), LateReplies: c.lateReplies.Load(),
+		LostMessages: c.lost.Load(), Disconnects: c.disconnects.Load(),
 	}
 	n.callsMu.Lock()
 	s.AsksPending = uint64(len(n.calls))

@@ -11,7 +11,19 @@ import (
 
 // The wire format. Every NATS message between nodes is a frame:
 //
-//	frame   = version(1 byte) sender(string) record*
+//	frame   = version(1 byte) sender(string) [seq(uvarint)] record*
+//
+// seq, in data frames only (sends, requests and pings; not in answer
+// frames), is the sequence number of the frame's first send or request:
+// each node numbers the sends and requests it puts to each other node
+// 0, 1, 2... (pings are not numbered), so that the receiver counts the
+// messages missing between two frames (Stats.LostMessages).
+//
+// The sender field must name the node that the frame's subject names
+// (see Node.onMsg): identity comes from the subject, which server
+// permissions can vouch for, and the field only guards against
+// misrouting.
+//
 //	string  = uvarint length, bytes
 //	record  = kind(1 byte) body
 //	send    = name(string) type(4 bytes) payload(string)
@@ -20,12 +32,14 @@ import (
 //	failure = id(uvarint) code(1 byte) text(string)
 //	ping, pong: no body
 //
-// The record's name and type are its header: the NATS subject names only
-// the node. NATS headers are not used for data frames (nats.go parses them
-// into a map per message); the server's no-responders status is the only
-// NATS header message a node reads.
+// Data frames (send, request, ping) go to the receiver's data subject,
+// answer frames (reply, failure, pong) to the reply subject of the frame
+// they answer. The record's name and type are its header: the NATS subject
+// names only the nodes. NATS headers are not used for data frames (nats.go
+// parses them into a map per message); the server's no-responders status,
+// on a reply subject, is the only NATS header message a node reads.
 const (
-	wireVersion = 1
+	wireVersion = 2
 
 	kindSend    = 1
 	kindRequest = 2

@@ -30,6 +30,8 @@ const (
 	NoResponders     = "actord_remote_no_responders_total"
 	PublishErrors    = "actord_remote_publish_errors_total"
 	DroppedFrames    = "actord_remote_dropped_frames_total"
+	LostMessages     = "actord_remote_lost_messages_total"
+	Disconnects      = "actord_remote_disconnects_total"
 	AsksPending      = "actord_remote_asks_pending"
 	AsksTimedOut     = "actord_remote_asks_timed_out_total"
 	LateReplies      = "actord_remote_late_replies_total"
@@ -56,6 +58,8 @@ var help = map[string]string{
 	NoResponders:     "Sends and asks that failed because the destination node had no responders.",
 	PublishErrors:    "Frames the NATS connection refused to publish; their messages are lost.",
 	DroppedFrames:    "Frames dropped by the NATS client because this node fell behind (slow consumer).",
+	LostMessages:     "Messages and requests from other nodes that never arrived, found by gaps in their sequence numbers.",
+	Disconnects:      "Times the node's NATS connection was lost (server restart, slow-consumer cut-off).",
 	AsksPending:      "Asks waiting for their answer.",
 	AsksTimedOut:     "Asks ended by their context before an answer came.",
 	LateReplies:      "Answers that came after their ask had ended, dropped.",
@@ -105,6 +109,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(NoResponders, s.NoResponders)
 	counter(PublishErrors, s.PublishErrors)
 	counter(DroppedFrames, s.Dropped)
+	counter(LostMessages, s.LostMessages)
+	counter(Disconnects, s.Disconnects)
 	gauge(AsksPending, s.AsksPending)
 	counter(AsksTimedOut, s.AsksTimedOut)
 	counter(LateReplies, s.LateReplies)

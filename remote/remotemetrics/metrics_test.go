@@ -102,7 +102,7 @@ func TestPromlint(t *testing.T) {
 			}
 		}
 	}
-	if len(got) != 18 {
+	if len(got) != 20 {
 		t.Errorf("%d metric families: %v", len(got), got)
 	}
 }

@@ -44,7 +44,11 @@ import (
 //     Alive is false and its name is free.
 //   - forcedStop: bounded and supervised actors (private queues), with
 //     hooks and watches, slow behaviours and outside senders still
-//     sending, stopped with a context that ends at once or soon.
+//     sending, stopped with a context that ends at once or soon. No
+//     behaviour starts after its actor's Stopped hook, after its watchers
+//     were told, or after Stop returned; every Stopped hook runs once,
+//     every watch is told ReasonStopped once; the successful sends equal
+//     received + dead letters + batch drops + still queued + overflow drops.
 //   - timerStop: functions the timer goroutine runs (an AskFunc function at
 //     its timeout, and the error handler when that function panics) and
 //     functions a worker runs (an AskFunc function at the reply) call Stop:
@@ -813,6 +817,8 @@ type fsActor struct {
 	booms      atomic.Int64
 	running    atomic.Int32
 	supervised bool
+	ended      atomic.Bool // its Stopped hook ran
+	told       atomic.Bool // a WatchChan has its notice
 }
 
 func (a *fsActor) onJob(m *fsJob) actor.Allocation {
@@ -822,6 +828,12 @@ func (a *fsActor) onJob(m *fsJob) actor.Allocation {
 	defer a.running.Store(0)
 	if a.stopDone.Load() {
 		a.f.fail("forcedStop: a behaviour ran after Stop returned")
+	}
+	if a.ended.Load() {
+		a.f.fail("forcedStop: a behaviour ran after its actor's Stopped hook")
+	}
+	if a.told.Load() {
+		a.f.fail("forcedStop: a behaviour ran after its actor's watchers were told it terminated")
 	}
 	a.got.Add(1)
 	if m.sleep > 0 {
@@ -843,6 +855,7 @@ type fsHooked struct {
 func (h *fsHooked) Stopped(r actor.Reason) {
 	h.stopped.Add(1)
 	h.reason.Store(int32(r))
+	h.ended.Store(true)
 	if h.stopDone.Load() {
 		h.f.fail("forcedStop: a Stopped hook ran after Stop returned")
 	}
@@ -856,6 +869,7 @@ func episodeForcedStop(t *testing.T, rng *rand.Rand) {
 		t.Fatal(err)
 	}
 	na := 1 + rng.IntN(5)
+	var watchReaders sync.WaitGroup
 	type rec struct {
 		a      *fsActor
 		hooked *fsHooked
@@ -898,6 +912,20 @@ func episodeForcedStop(t *testing.T, rng *rand.Rand) {
 		if r.watch, err = actor.WatchChan(r.port); err != nil {
 			t.Fatal(err)
 		}
+		// A second watch, read at once: its notice marks the actor told,
+		// after which none of its behaviours may start.
+		told, err := actor.WatchChan(r.port)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := r.a
+		watchReaders.Add(1)
+		go func() {
+			defer watchReaders.Done()
+			if m, ok := <-told; ok && m != nil {
+				a.told.Store(true)
+			}
+		}()
 		actors[i] = r
 	}
 	// Senders: keep sending until Stop has returned (then ErrStopped).
@@ -950,6 +978,15 @@ func episodeForcedStop(t *testing.T, rng *rand.Rand) {
 	stopDone.Store(true)
 	wg.Wait()
 	onlyErrors(t, "forcedStop: Stop", stopErr, actor.ErrActorsAlive, actor.ErrUndelivered) // supervision handles every panic
+	waitFor(t, "forcedStop: every watch notified", func() bool {
+		for _, r := range actors {
+			if !r.a.told.Load() {
+				return false
+			}
+		}
+		return true
+	})
+	watchReaders.Wait()
 	sc := parseStop(stopErr)
 	if sc.stuck {
 		t.Fatalf("forcedStop: Stop gave up on a worker: %v", stopErr)

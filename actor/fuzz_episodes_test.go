@@ -38,10 +38,12 @@ import (
 //     the server, exactly once; every other request to it fails with
 //     ErrTerminated, at the send or as a dead letter.
 //   - watchRace: watches (Watch to watcher actors, WatchChan) begun before,
-//     during and after their target ends, then through a stale port after
-//     the target was spawned again. Every watch is told exactly once, and
-//     only after the target is gone: its Stopped hook has run, its port's
-//     Alive is false and its name is free.
+//     during and after their target ends (by its status, a pill, a panic or
+//     a panic its budget refuses), then through a stale port after the
+//     target was spawned again. Every watch is told exactly once, with the
+//     incarnation's reason (or unknown, for a watch begun after the end),
+//     and only after the target is gone: its Stopped hook has run, its
+//     port's Alive is false and its name is free.
 //   - forcedStop: bounded and supervised actors (private queues), with
 //     hooks and watches, slow behaviours and outside senders still
 //     sending, stopped with a context that ends at once or soon. No
@@ -509,6 +511,7 @@ type wTarget struct {
 	f       *episodeFail
 	endAt   int // ends on this poke (0: by pill)
 	status  actor.Allocation
+	panics  actor.Reason // non-zero: ends by panicking instead, with this reason
 	pokes   int
 	hooked  bool
 	stopped atomic.Int32 // Stopped hook runs (hooked targets)
@@ -518,6 +521,9 @@ type wTarget struct {
 func (a *wTarget) onPoke(*wPoke) actor.Allocation {
 	a.pokes++
 	if a.pokes == a.endAt {
+		if a.panics != 0 {
+			panic("fuzz: watched actor panics")
+		}
 		return a.status
 	}
 	return actor.Nodelete
@@ -541,25 +547,33 @@ type wWatcher struct {
 	name   string
 	sys    *actor.System
 	seen   atomic.Int32 // how many Stopped runs the target had when spawned
+	want   actor.Reason // why the incarnation ends
 	got    atomic.Int64
+}
+
+// check checks a notice as it arrives: the incarnation is gone (its port
+// is not alive, its Stopped hook has run, its name is free) and the reason
+// is its own, or unknown for a watch begun after the end.
+func (w *wWatcher) check(m *actor.Terminated, what string) {
+	if w.port.Alive() {
+		w.f.fail("%s of %s: notice while the watched port is alive", what, w.name)
+	}
+	if m.Reason != w.want && m.Reason != actor.ReasonUnknown {
+		w.f.fail("%s of %s: reason %v, want %v", what, w.name, m.Reason, w.want)
+	}
+	if w.target.hooked && w.target.stopped.Load() <= w.seen.Load() {
+		w.f.fail("%s of %s: notice before the Stopped hook ran", what, w.name)
+	}
+	if w.name != "" {
+		if p, err := actor.Lookup[*wPoke](w.sys, w.name); err == nil && p == w.port {
+			w.f.fail("%s of %s: notice while its name still finds it", what, w.name)
+		}
+	}
 }
 
 func (w *wWatcher) onTerm(m *actor.Terminated) actor.Allocation {
 	w.got.Add(1)
-	if w.port.Alive() {
-		w.f.fail("watch of %s: notice while the watched port is alive", w.name)
-	}
-	if m.Reason != actor.ReasonNormal && m.Reason != actor.ReasonUnknown { // unknown: the watch began after the end
-		w.f.fail("watch of %s: reason %v, want %v", w.name, m.Reason, actor.ReasonNormal)
-	}
-	if w.target.hooked && w.target.stopped.Load() <= w.seen.Load() {
-		w.f.fail("watch of %s: notice before the Stopped hook ran", w.name)
-	}
-	if w.name != "" {
-		if p, err := actor.Lookup[*wPoke](w.sys, w.name); err == nil && p == w.port {
-			w.f.fail("watch of %s: notice while its name still finds it", w.name)
-		}
-	}
+	w.check(m, "Watch")
 	return actor.Nodelete
 }
 
@@ -577,6 +591,7 @@ func episodeWatchRace(t *testing.T, rng *rand.Rand) {
 		watches   atomic.Int64 // Watch calls that succeeded
 		chans     []<-chan *actor.Terminated
 		chMu      sync.Mutex
+		chGot     atomic.Int64 // WatchChan notices read (each read at once)
 		pokesSent atomic.Int64
 	}
 	type target struct {
@@ -588,6 +603,7 @@ func episodeWatchRace(t *testing.T, rng *rand.Rand) {
 	targets := make([]*target, nt)
 	var watchers []*wWatcher
 	var pills, pokesOK int64
+	var readers sync.WaitGroup
 	spawnInc := func(tg *target, name string) *incarnation {
 		tg.t.pokes = 0
 		var err error
@@ -608,7 +624,10 @@ func episodeWatchRace(t *testing.T, rng *rand.Rand) {
 				t.Fatalf("watchRace: Register %s: %v", name, err)
 			}
 		}
-		w := &wWatcher{f: f, target: tg.t, port: inc.port, name: name, sys: sys}
+		w := &wWatcher{f: f, target: tg.t, port: inc.port, name: name, sys: sys, want: actor.ReasonNormal}
+		if tg.t.endAt != 0 && tg.t.panics != 0 {
+			w.want = tg.t.panics
+		}
 		w.seen.Store(tg.t.stopped.Load())
 		if _, err := actor.Spawn(sys, w); err != nil {
 			t.Fatal(err)
@@ -631,6 +650,17 @@ func episodeWatchRace(t *testing.T, rng *rand.Rand) {
 			inc.chMu.Lock()
 			inc.chans = append(inc.chans, c)
 			inc.chMu.Unlock()
+			readers.Add(1)
+			go func() {
+				defer readers.Done()
+				select {
+				case m := <-c:
+					inc.watcher.check(m, "WatchChan")
+					inc.chGot.Add(1)
+				case <-time.After(10 * time.Second):
+					f.fail("a WatchChan was never notified")
+				}
+			}()
 			return
 		}
 		if err := actor.Watch(inc.port, inc.wport); err != nil {
@@ -655,11 +685,19 @@ func episodeWatchRace(t *testing.T, rng *rand.Rand) {
 				}
 				tg.t.f = f
 				tg.t.status = []actor.Allocation{actor.Destroy, actor.Finished}[rng.IntN(2)]
-				switch rng.IntN(4) {
+				restarts := false
+				switch rng.IntN(5) {
 				case 0:
+					restarts = true
 					tg.opts = append(tg.opts, actor.WithRestart(nil, actor.Budget{}))
 				case 1:
 					tg.opts = append(tg.opts, actor.WithMailbox(64, actor.Reject))
+				case 2: // ends by a panic its budget does not allow
+					tg.opts = append(tg.opts, actor.WithRestart(nil, actor.Budget{MaxRestarts: actor.NoRestarts}))
+					tg.t.panics = actor.ReasonBudget
+				}
+				if !restarts && tg.t.panics == 0 && rng.IntN(3) == 0 {
+					tg.t.panics = actor.ReasonPanic // unsupervised: a panic ends it
 				}
 				targets[i] = tg
 			}
@@ -743,16 +781,12 @@ func episodeWatchRace(t *testing.T, rng *rand.Rand) {
 			waitFor(t, "watchRace: every Watch notified", func() bool { return inc.watcher.got.Load() >= inc.watches.Load() })
 			pokesOK += inc.pokesSent.Load()
 			notices += inc.watches.Load()
+			readers.Wait()
+			notices += inc.chGot.Load()
+			if int(inc.chGot.Load()) != len(inc.chans) {
+				t.Fatalf("watchRace: %d WatchChans, %d notices", len(inc.chans), inc.chGot.Load())
+			}
 			for _, c := range inc.chans {
-				select {
-				case m := <-c:
-					if m.Reason != actor.ReasonNormal && m.Reason != actor.ReasonUnknown {
-						t.Fatalf("watchRace: WatchChan reason %v", m.Reason)
-					}
-					notices++
-				case <-time.After(10 * time.Second):
-					t.Fatalf("watchRace: a WatchChan was never notified")
-				}
 				select {
 				case <-c:
 					t.Fatalf("watchRace: a WatchChan notified twice")
@@ -769,7 +803,7 @@ func episodeWatchRace(t *testing.T, rng *rand.Rand) {
 		pills++
 	}
 	stopErr := stopWithin(t, sys, context.Background())
-	onlyErrors(t, "watchRace: Stop", stopErr, actor.ErrUndelivered)
+	onlyErrors(t, "watchRace: Stop", stopErr, actor.ErrUndelivered, actor.ErrPanic)
 	sc := parseStop(stopErr)
 	st := actortest.MustStats(sys)
 	tot := st.Total()

@@ -52,7 +52,18 @@ import (
 // dead after Stop; a clean Stop reports no live actor and its undelivered
 // count equals the dead letters, and Stats add up (created = terminated =
 // spawns, sent = processed + dead letters + drops, panics counted, no
-// timer pending, published counters never go down); goleak finds nothing.
+// timer pending, published counters never go down); a forced Stop's counts
+// add up too (sent = processed + dead letters + batch drops + still queued
+// + evicted); goleak finds nothing.
+//
+// Also mixed in: behaviours that forward a request through another actor's
+// port and then end their actor or panic (the request stays the next
+// receiver's to answer, once); behaviours that watch themselves as they
+// end; AskFunc functions that call Stop where they run on the timer
+// goroutine or a worker (refused with ErrStopInBehaviour); and, with
+// fuzzRespawnAcross, a migrant actor ended and spawned again alternately
+// into the round's system and a second one-worker system while the
+// drivers send to it.
 //
 // Seed: -seed N (go test ./actor -run TestChaos -seed N), else the clock;
 // the seed is logged. ACTORD_CHAOS=1 runs rounds for ACTORD_CHAOS_DURATION
@@ -148,6 +159,10 @@ type chaosHarness struct {
 
 	chansMu sync.Mutex
 	chans   []<-chan *actor.Terminated
+
+	sys2     *actor.System // the migrant's second system (fuzzRespawnAcross)
+	mig      *migrant
+	spawnOK2 atomic.Int64 // the migrant's spawns into sys2
 }
 
 func (h *chaosHarness) fail(format string, args ...any) {
@@ -246,6 +261,11 @@ func (a *chaosActor) hookChaos(hook string) {
 // selfAsk lets behaviours AskAsync their own actor (ACTORD_CHAOS_SELF_ASK=0: not),
 // on which TestChaosBug4 shows a forced Stop deadlocks.
 var selfAsk = os.Getenv("ACTORD_CHAOS_SELF_ASK") != "0"
+
+// stopInCallback lets AskFunc functions call Stop where they run on the
+// timer goroutine (at their timeout) or on a worker (at a reply from a
+// behaviour); ACTORD_CHAOS_STOP_IN_CALLBACK=0: not.
+var stopInCallback = os.Getenv("ACTORD_CHAOS_STOP_IN_CALLBACK") != "0"
 
 // hookGoexit lets hooks call runtime.Goexit (ACTORD_CHAOS_HOOK_GOEXIT=0:
 // not), which TestChaosBug2 showed never completed a termination.
@@ -357,6 +377,25 @@ func (a *chaosActor) onReq(m *chaosReq) actor.Allocation {
 		}
 	case r == 19:
 		return a.terminate() // without replying: the requester gets ErrTerminated
+	case r == 20 || r == 21:
+		// Forward through another actor's port, then end or panic: the
+		// request is the next receiver's to answer (or to fail, if it
+		// ends), never the forwarder's, and never answered twice.
+		_, rp := h.ports(a.rng.IntN(len(h.chaos)))
+		if err := rp.Send(m); err != nil {
+			h.checkErr("forward a request", err)
+			h.checkErr("reply", m.Reply(m.id), actor.ErrReplied) // still ours
+			return actor.Nodelete
+		}
+		// m is the next receiver's now: not touched again.
+		switch a.rng.IntN(3) {
+		case 0:
+			return a.terminate()
+		case 1:
+			h.raisedB.Add(1)
+			panic("chaos forward then panic")
+		}
+		return actor.Nodelete
 	default:
 		h.checkErr("reply", m.Reply(m.id), actor.ErrReplied)
 		return a.step(1)
@@ -418,7 +457,7 @@ func (a *chaosActor) step(ttl int) actor.Allocation {
 		a.replyKept()
 	}
 	rng := a.rng
-	switch op := rng.IntN(26); op {
+	switch op := rng.IntN(27); op {
 	case 0, 1, 2, 3: // forward
 		if ttl > 0 {
 			for range 1 + rng.IntN(3) {
@@ -486,6 +525,27 @@ func (a *chaosActor) step(ttl int) actor.Allocation {
 		h.raisedB.Add(1)
 		runtime.Goexit()
 	case 12:
+		return a.terminate()
+	case 23: // watched as it ends: the watch races the termination
+		if self, err := actor.Bind(a, (*chaosActor).onWork); err == nil {
+			w := rng.IntN(len(h.wats))
+			h.watches[w].Add(1)
+			if err := actor.Watch(self, h.watPort[w]); err != nil {
+				h.watches[w].Add(-1)
+				h.checkErr("Watch of itself", err)
+			}
+			if rng.IntN(2) == 0 {
+				ch, err := actor.WatchChan(self)
+				h.checkErr("WatchChan of itself", err)
+				if err == nil {
+					h.chansMu.Lock()
+					h.chans = append(h.chans, ch)
+					h.chansMu.Unlock()
+				}
+			}
+		} else {
+			h.bindFailed(err)
+		}
 		return a.terminate()
 	case 13, 14: // names
 		self, err := actor.Bind(a, (*chaosActor).onWork)
@@ -613,6 +673,15 @@ func (h *chaosHarness) askFunc(rng *rand.Rand) {
 			h.gotReply(v)
 		} else {
 			h.checkErr("AskFunc result", err)
+		}
+		// Stop from code the timer goroutine runs (the timeout) or a
+		// worker runs (a reply from a behaviour): refused at once.
+		if stopInCallback && (errors.Is(err, context.DeadlineExceeded) || actor.InBehaviour()) && rec.id%4 == 0 {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+			if serr := h.sys.Stop(ctx); !errors.Is(serr, actor.ErrStopInBehaviour) {
+				h.fail("Stop from an AskFunc function (result %v): %v, want ErrStopInBehaviour", err, serr)
+			}
+			cancel()
 		}
 	})
 	rec.sendOK, rec.sendErr = err == nil, err
@@ -795,6 +864,56 @@ func checkTerminated(h *chaosHarness, t *actor.Terminated) {
 	}
 }
 
+// ---- the migrant: re-spawned alternately into two systems ----
+
+// migrant is an actor that a goroutine ends and spawns again, alternately
+// into the round's system and a second one of a single worker, while the
+// drivers send to it (only with fuzzRespawnAcross: see there).
+type migrant struct {
+	actor.Actor
+	h       *chaosHarness
+	running atomic.Int32
+	got     atomic.Int64
+}
+
+func (m *migrant) onWork(*chaosWork) actor.Allocation {
+	if !m.running.CompareAndSwap(0, 1) {
+		m.h.fail("the migrant ran on two workers at once")
+	}
+	defer m.running.Store(0)
+	m.got.Add(1)
+	return actor.Nodelete
+}
+
+// migrate spawns the migrant into sys (i even) or sys2, lets it receive a
+// moment, ends it with a pill and waits until it is gone.
+func (h *chaosHarness) migrate(rng *rand.Rand, i int) {
+	target := h.sys
+	if i%2 == 1 {
+		target = h.sys2
+	}
+	if _, err := actor.Spawn(target, h.mig); err != nil {
+		if !errors.Is(err, actor.ErrStopped) || !h.stopping.Load() {
+			h.fail("migrant: spawn into system %d: %v", i%2+1, err)
+		}
+		return
+	}
+	if target == h.sys {
+		h.spawnOK.Add(1)
+	} else {
+		h.spawnOK2.Add(1)
+	}
+	time.Sleep(time.Duration(rng.IntN(300)) * time.Microsecond)
+	h.checkErr("migrant: pill", actor.SendPill(h.mig, []*actor.Pill{actor.DestroyMsg, actor.FinishedMsg}[rng.IntN(2)]))
+	for deadline := time.Now().Add(20 * time.Second); h.mig.Alive(); {
+		if time.Now().After(deadline) {
+			h.fail("migrant: alive 20 s after its pill")
+			return
+		}
+		time.Sleep(20 * time.Microsecond)
+	}
+}
+
 // ---- FIFO pair ----
 
 type fifoSrc struct {
@@ -912,6 +1031,14 @@ func runChaosRound(t *testing.T, seed uint64) {
 		t.Fatal(err)
 	}
 	h.sys = sys
+	if fuzzRespawnAcross {
+		cfg2 := cfg
+		cfg2.Workers, cfg2.QueuesPerWorker = 1, 1
+		if h.sys2, err = actor.Start(actor.WithConfig(cfg2)); err != nil {
+			t.Fatal(err)
+		}
+		h.mig = &migrant{h: h}
+	}
 
 	// Fixed actors: supervisors, watchers, the FIFO pair.
 	for i := range 1 + rng.IntN(3) {
@@ -1039,6 +1166,12 @@ func runChaosRound(t *testing.T, seed uint64) {
 				}
 			case 12:
 				h.checkErr("kick", h.kickPort.Send(&fifoKick{n: 1 + rng.IntN(8)}))
+			case 13:
+				if h.mig != nil {
+					for range 1 + rng.IntN(16) {
+						h.checkErr("send to the migrant", actor.Send(h.mig, &chaosWork{}, (*migrant).onWork))
+					}
+				}
 			default:
 				time.Sleep(time.Duration(rng.IntN(200)) * time.Microsecond)
 			}
@@ -1095,6 +1228,10 @@ func runChaosRound(t *testing.T, seed uint64) {
 		}
 		time.Sleep(time.Duration(rng.IntN(300)) * time.Microsecond)
 	})
+	if h.mig != nil {
+		i := 0
+		goDo("migrator", func(rng *rand.Rand) { h.migrate(rng, i); i++ })
+	}
 	goDo("stats", func(rng *rand.Rand) {
 		prev, err := sys.Stats()
 		if err != nil {
@@ -1149,6 +1286,9 @@ func runChaosRound(t *testing.T, seed uint64) {
 		if stopped && !errors.Is(stopErr, actor.ErrActorsAlive) {
 			t.Errorf("forced Stop with fixed actors alive: %v, want ErrActorsAlive", stopErr)
 		}
+		if second && strings.Contains(fmt.Sprint(stopErr), "the Stop in progress had not finished") {
+			stopErr = err2 // the second caller ran the stop: its result has the counts
+		}
 	} else {
 		quit.Store(true)
 		waitGuard(t, &wg, "outside goroutines (Ask, sends, ...)")
@@ -1159,6 +1299,14 @@ func runChaosRound(t *testing.T, seed uint64) {
 	}
 	if !stopped {
 		return // guardedStop failed the test with the goroutines
+	}
+	if h.sys2 != nil {
+		// The migrant is gone (the migrator ends each move with its end).
+		err2, ok := guardedStop(t, h.sys2, context.Background())
+		if !ok {
+			return
+		}
+		h.checkSys2(t, err2)
 	}
 	h.check(t, forced, stopErr)
 	if t.Failed() {
@@ -1415,6 +1563,19 @@ func (h *chaosHarness) check(t *testing.T, forced bool, stopErr error) {
 		t.Errorf("Stats: %d actors created, %d spawns succeeded", tot.ActorsCreated, h.spawnOK.Load())
 	}
 	if forced {
+		// Every message in exactly one counter, also at a forced stop:
+		// received, dead letter, dropped from a batch, still queued (Stop
+		// says how many), or evicted by DropOldest.
+		sc := parseStop(stopErr)
+		if sc.stuck {
+			return // the rest of a stuck worker's batch is counted when its behaviour returns
+		}
+		if sc.dead != tot.DeadLetters || sc.dropped != tot.Dropped ||
+			st.MessagesSent != tot.MessagesProcessed()+tot.DeadLetters+tot.Dropped+sc.queued+st.MailboxDroppedOldest {
+			t.Errorf("forced Stop: undelivered %d sent to terminated, %d queued, %d dropped; Stats: sent %d, processed %d, dead letters %d, "+
+				"dropped %d, dropped oldest %d", sc.dead, sc.queued, sc.dropped, st.MessagesSent, tot.MessagesProcessed(), tot.DeadLetters,
+				tot.Dropped, st.MailboxDroppedOldest)
+		}
 		return
 	}
 	// A clean stop.
@@ -1445,6 +1606,29 @@ func (h *chaosHarness) check(t *testing.T, forced bool, stopErr error) {
 	}
 	if st.AsksPending < 0 {
 		t.Errorf("Stats: %d asks pending", st.AsksPending)
+	}
+}
+
+// checkSys2 checks the migrant's second system after its Stop: every
+// actor it created terminated, and every message sent there was received
+// or is a dead letter, as Stop says.
+func (h *chaosHarness) checkSys2(t *testing.T, stopErr error) {
+	t.Helper()
+	if stopErr != nil && !errors.Is(stopErr, actor.ErrUndelivered) {
+		t.Errorf("the migrant's system: Stop: %v", stopErr)
+	}
+	sc := parseStop(stopErr)
+	st, err := h.sys2.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tot := st.Total()
+	if tot.ActorsCreated != uint64(h.spawnOK2.Load()) || tot.ActorsTerminated != tot.ActorsCreated || st.LiveActors != 0 {
+		t.Errorf("the migrant's system: %d spawns, Stats: %d created, %d terminated, %d live", h.spawnOK2.Load(), tot.ActorsCreated, tot.ActorsTerminated, st.LiveActors)
+	}
+	if sc.dead != tot.DeadLetters || sc.queued != 0 || sc.dropped != 0 || st.MessagesSent != tot.MessagesProcessed()+tot.DeadLetters {
+		t.Errorf("the migrant's system: Stop says %d dead, %d queued, %d dropped; Stats: sent %d, processed %d, dead letters %d",
+			sc.dead, sc.queued, sc.dropped, st.MessagesSent, tot.MessagesProcessed(), tot.DeadLetters)
 	}
 }
 

@@ -50,6 +50,11 @@ import (
 // (per-sender FIFO); hooks ran as the statuses say; Stop returned cleanly
 // (no undelivered message, no panic, every actor terminated); no actor ran on
 // two workers at once; the statistics agree with the model.
+//
+// Then the same input runs the termination episodes (fuzz_episodes_test.go):
+// forwarding then ending or panicking, watches racing termination, forced
+// stops with private queues and hooks, Stop from timer-goroutine callbacks,
+// and (behind a switch) re-spawns into another system.
 func FuzzActorPrograms(f *testing.F) {
 	f.Add([]byte{0x00, 0x13, 0x25, 0x37, 0x49, 0x5b, 0x6d, 0x7f, 0x81, 0x93})
 	f.Add([]byte{0xff, 0xee, 0xdd, 0xcc, 0xbb, 0xaa, 0x99, 0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11})
@@ -62,6 +67,7 @@ func FuzzActorPrograms(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p := decodeProgram(data)
 		runProgram(t, p)
+		runEpisodes(t, data)
 	})
 }
 

@@ -123,23 +123,6 @@ func enumName(names []string, v uint8, typ string) string {
 	return fmt.Sprintf("%s(%d)", typ, v)
 }
 
-// Reasons as stored in the state word's bits 3-4 (see cellReasonMask).
-const (
-	reasonNormal uint32 = 0
-	reasonPanic  uint32 = 1
-	reasonBudget uint32 = 2
-)
-
-func reasonOf(bits uint32) Reason {
-	switch bits {
-	case reasonPanic:
-		return ReasonPanic
-	case reasonBudget:
-		return ReasonBudget
-	}
-	return ReasonNormal
-}
-
 // Starter is the optional Started hook of an actor type: it runs on the
 // actor's worker before the actor's first message (promptly after Spawn,
 // even if no message comes) and again before the first message after each

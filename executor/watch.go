@@ -241,12 +241,6 @@ func (e *Executor) endPlain(c *Cell, obj any, inc uint32) {
 	}
 }
 
-// cellEndingPlain, in the reason bits of an ending word, marks a plain
-// incarnation whose Destroy hook runs (terminate) and that no watch has
-// extended yet (see watch); no reason has this value, and the dead word
-// that follows holds reasonNormal.
-const cellEndingPlain = cellReasonMask
-
 // testHookWatch, if set, is called by watch after each load of the word:
 // a test ends and re-spawns the incarnation there.
 var testHookWatch func()

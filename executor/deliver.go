@@ -150,64 +150,6 @@ func (w *worker) messageDone(env *envelope, ms Allocation) {
 	w.inMsgHook = false
 }
 
-// terminate ends the incarnation of actor c whose alive state word is
-// alive, with status st. In order: if there is a Destroy hook to run, the
-// state becomes ending (sends fail, Spawn refuses) and the hook runs; the
-// state becomes dead; the Release hook runs, and the live count drops (so
-// Stop returns only after every hook ran).
-//
-// The dead store hands the object over: for Destroy and Finished, back to
-// the program (it may be spawned again as soon as Alive reports false); for
-// Delete, to the Release hook, which typically puts it in a pool from which
-// another goroutine may spawn it again while Release is still returning.
-// After the dead store nothing here reads c or the object except through
-// the copy obj taken before it.
-//
-// A plain actor's first transition is a CAS from its plain alive word: a
-// Watch that extended it meanwhile makes the CAS fail, and the actor then
-// terminates as an extended one (terminateExt), which finishes the watch.
-// A Watch that comes while its Destroy hook runs is finished by endPlain
-// (see watch).
-func (w *worker) terminate(c *Cell, alive uint32, st Allocation) {
-	if c.state.Load()&cellPlain == 0 {
-		w.terminateExt(c, c.ext.Load(), alive, st, reasonNormal)
-		return
-	}
-	inc := incOf(alive)
-	obj := c.obj
-	var destroyer Destroyer
-	var releaser Releaser
-	if st == Delete || st == Destroy {
-		destroyer, _ = obj.(Destroyer)
-		if st == Delete {
-			releaser, _ = obj.(Releaser)
-		}
-	}
-	first := inc | cellDead
-	if destroyer != nil {
-		first = inc | cellEnding | cellEndingPlain
-	}
-	if !c.state.CompareAndSwap(alive, first) {
-		w.terminateExt(c, c.ext.Load(), alive, st, reasonNormal) // a Watch extended it
-		return
-	}
-	w.st.ActorsTerminated++
-	if destroyer == nil && releaser == nil { // no hook: nothing can panic here
-		w.e.actorGone()
-		return
-	}
-	w.ending, w.endingWord, w.endingObj = c, first, obj // for recovered, if a hook panics
-	if destroyer != nil {
-		destroyer.Destroy()
-		w.e.endPlain(c, obj, inc)
-	}
-	if releaser != nil {
-		releaser.Release()
-	}
-	w.ending, w.endingObj = nil, nil
-	w.e.actorGone()
-}
-
 // recovered handles a panic (or runtime.Goexit) out of a behaviour or hook
 // and records it with its stack:
 //   - out of an actor's termination hook: that termination completes;

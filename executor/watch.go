@@ -224,23 +224,6 @@ func (e *Executor) registerWatched(c *Cell, x *cellExt) bool {
 	return true
 }
 
-// endPlain takes a plain incarnation (inc) of obj from ending, whose
-// Destroy hook has returned or panicked, to dead. If a watch converted the
-// ending word meanwhile (see watch), it finishes the watch's extension
-// after the dead store: the word is ending until that store, so no spawn
-// can have replaced the extension it loads before it.
-func (e *Executor) endPlain(c *Cell, obj any, inc uint32) {
-	if c.state.CompareAndSwap(inc|cellEnding|cellEndingPlain, inc|cellDead) {
-		return
-	}
-	x := c.ext.Load()
-	c.state.Store(inc | cellDead)
-	if x != nil && x.inc == inc {
-		e.unextended(c, x)
-		e.sup.notices.Add(uint64(x.finish(obj, ReasonNormal, nil)))
-	}
-}
-
 // testHookWatch, if set, is called by watch after each load of the word:
 // a test ends and re-spawns the incarnation there.
 var testHookWatch func()

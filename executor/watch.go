@@ -3,6 +3,22 @@ package executor
 // Death-watch: Watch and WatchChan, and the finishing of an incarnation's
 // watches when it terminates.
 
+// Terminated tells a watcher (see Watch) that the actor it watched has
+// terminated. Each watch receives exactly one.
+type Terminated struct {
+	Message
+	// Actor is the terminated actor (the pointer that was spawned), nil
+	// when nothing recorded it for this watch: the watch began after the
+	// termination, or while it was completing (the watch lost the race
+	// with the actor's dead store), and the actor had no extension.
+	Actor any
+	// Reason is why it terminated.
+	Reason Reason
+	// Err is the *PanicError of the last failure for ReasonPanic and
+	// ReasonBudget (when known), ErrStopped for ReasonStopped, else nil.
+	Err error
+}
+
 // watcher receives one Terminated.
 // notify reports whether the notice was delivered (a watching actor that
 // has terminated gets none).

@@ -57,13 +57,10 @@ type Releaser interface{ Release() }
 // actor.Actor, which users embed in their actor types. It has no exported
 // fields; the typed entry points (Spawn, Send) are the only way to use it.
 type Cell struct {
-	// state is the state word above. Written by Spawn (CAS to spawning,
-	// then store alive, or store back on ErrStopped), by Watch (a CAS that
-	// clears cellPlain while alive, or cellEndingPlain while ending) and by
-	// the worker that terminates the actor (ending, then dead: CASes from
-	// a plain actor's words, which fail after a concurrent Watch's CAS);
-	// read by every sender and by the worker before each
-	// delivery. A sender stamps the word it saw (alive, incarnation i) into
+	// state is the phase word of lifecycle.go, changed only by the
+	// transitions there (whose table says who takes each: Spawn, Watch,
+	// the terminating worker); read by every sender and by the worker
+	// before each delivery. A sender stamps the word it saw (alive, incarnation i) into
 	// the envelope, and delivery requires the word to be exactly that: an
 	// envelope sent to an earlier incarnation is a dead letter, even if the
 	// actor was spawned again since (possibly on another mailbox). The store

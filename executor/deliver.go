@@ -218,8 +218,7 @@ func (w *worker) recovered(r any, goexit bool) {
 		if ms&msgForwarded == 0 && w.mayBeRequest(env.msg) { // its behaviour ran: only a request it kept is told
 			dropped(env.msg, fmt.Errorf("%w: %w", ErrTerminated, pe)) // a request its receiver panicked on
 		}
-		inc := incOf(env.want)
-		if s&cellPlain != 0 && c.state.CompareAndSwap(s, inc|cellDead|reasonPanic<<cellReasonShift) {
+		if c.endPlainPanicked(s) == endPlainTaken {
 			w.st.ActorsTerminated++
 			w.e.actorGone()
 		} else {

@@ -25,10 +25,6 @@ import "runtime/debug"
 // A Watch that comes while its Destroy hook runs is finished by endPlain
 // (see watch).
 func (w *worker) terminate(c *Cell, alive uint32, st Allocation) {
-	if c.state.Load()&cellPlain == 0 {
-		w.terminateExt(c, c.ext.Load(), alive, st, reasonNormal)
-		return
-	}
 	inc := incOf(alive)
 	obj := c.obj
 	var destroyer Destroyer
@@ -39,13 +35,13 @@ func (w *worker) terminate(c *Cell, alive uint32, st Allocation) {
 			releaser, _ = obj.(Releaser)
 		}
 	}
+	if c.endPlainAlive(alive, destroyer != nil) == endWatched {
+		w.terminateExt(c, c.ext.Load(), alive, st, reasonNormal) // extended, maybe by a Watch
+		return
+	}
 	first := inc | cellDead
 	if destroyer != nil {
 		first = inc | cellEnding | cellEndingPlain
-	}
-	if !c.state.CompareAndSwap(alive, first) {
-		w.terminateExt(c, c.ext.Load(), alive, st, reasonNormal) // a Watch extended it
-		return
 	}
 	w.st.ActorsTerminated++
 	if destroyer == nil && releaser == nil { // no hook: nothing can panic here
@@ -182,7 +178,7 @@ var termHooks = [termDone]string{termStopped: "Stopped", termDestroy: "Destroy",
 func (w *worker) terminateExt(c *Cell, x *cellExt, alive uint32, st Allocation, reason uint32) {
 	t := extTerm{c: c, x: x, obj: c.obj, inc: incOf(alive), reason: reason, st: st}
 	w.st.ActorsTerminated++
-	c.state.Store(t.inc | cellEnding | reason<<cellReasonShift)
+	c.startExtEnd(t.inc, reason)
 	t.run(w)
 }
 
@@ -228,7 +224,7 @@ func (t *extTerm) run(w *worker) {
 					dropped(env.msg, ErrTerminated)
 				}
 			}
-			c.state.Store(t.inc | cellDead | t.reason<<cellReasonShift)
+			c.finishExtEnd(t.inc, t.reason)
 			var err error
 			if t.reason != reasonNormal && x.lastPanic != nil {
 				err = x.lastPanic
@@ -300,12 +296,8 @@ func (e *Executor) stopExts(allExited bool, busy []*Cell) int64 {
 // after the dead store: the word is ending until that store, so no spawn
 // can have replaced the extension it loads before it.
 func (e *Executor) endPlain(c *Cell, obj any, inc uint32) {
-	if c.state.CompareAndSwap(inc|cellEnding|cellEndingPlain, inc|cellDead) {
-		return
-	}
-	x := c.ext.Load()
-	c.state.Store(inc | cellDead)
-	if x != nil && x.inc == inc {
+	x, o := c.finishPlainEnd(inc)
+	if o == endWatched && x != nil && x.inc == inc {
 		e.unextended(c, x)
 		e.sup.notices.Add(uint64(x.finish(obj, ReasonNormal, nil)))
 	}

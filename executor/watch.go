@@ -152,10 +152,8 @@ func watch(c *Cell, want uint32, wt watcher) *cellExt {
 			}
 			return nil
 		}
-		var extended uint32 // the word once a watch has extended the incarnation
-		switch {
-		case alive && s&cellPlain != 0:
-			extended = s &^ cellPlain
+		switch phaseOf(s) {
+		case phaseAlivePlain:
 			if !e.registerWatched(c, x) {
 				// A forced Stop has finished the extended actors already.
 				if x.detach(e, c, wt) && wt.notify(&Terminated{Reason: ReasonStopped, Err: ErrStopped}) {
@@ -163,15 +161,14 @@ func watch(c *Cell, want uint32, wt watcher) *cellExt {
 				}
 				return nil
 			}
-		case !alive && s&cellReasonMask == cellEndingPlain:
-			extended = s &^ cellReasonMask
+		case phaseEndingPlain:
 		default:
 			return x // extended already: see above
 		}
 		if testHookWatchExtend != nil {
 			testHookWatchExtend()
 		}
-		if c.state.CompareAndSwap(s, extended) || c.state.Load() == extended {
+		if c.extendForWatch(s) {
 			return x // extended, by this watch or by one that attached to x before it
 		}
 		if !x.detach(e, c, wt) {

@@ -39,24 +39,21 @@ func (w *worker) terminate(c *Cell, alive uint32, st Allocation) {
 		w.terminateExt(c, c.ext.Load(), alive, st, reasonNormal) // extended, maybe by a Watch
 		return
 	}
-	first := inc | cellDead
-	if destroyer != nil {
-		first = inc | cellEnding | cellEndingPlain
-	}
 	w.st.ActorsTerminated++
 	if destroyer == nil && releaser == nil { // no hook: nothing can panic here
 		w.e.actorGone()
 		return
 	}
-	w.ending, w.endingWord, w.endingObj = c, first, obj // for recovered, if a hook panics
+	w.beginPlainEnd(c, obj, inc, destroyer != nil) // for recovered, if a hook panics
 	if destroyer != nil {
 		destroyer.Destroy()
+		w.plainEndReleasing()
 		w.e.endPlain(c, obj, inc)
 	}
 	if releaser != nil {
 		releaser.Release()
 	}
-	w.ending, w.endingObj = nil, nil
+	w.leavePlainEnd()
 	w.e.actorGone()
 }
 
@@ -117,18 +114,15 @@ func (w *worker) hookExited(c *Cell, x *cellExt, want uint32, hook string) {
 }
 
 // noteGoexit counts a runtime.Goexit out of hook of x and keeps its report
-// for recordGoexits, with the behaviour's panic that the caller it unwinds
-// would have recorded (pendingPanic); it tells the recovery that the
-// Goexit reaches next that it is handled (termGoexit).
+// for recordGoexits, after the behaviour's panic that the recovery it
+// unwinds would have recorded (runSupervising's); the worker's mode
+// becomes runGoexitDone, which tells the recovery that the Goexit reaches
+// next, if any, that it is handled (goexitHandled).
 func (w *worker) noteGoexit(x *cellExt, hook string) {
-	w.termGoexit = true
 	w.st.Panics++
 	pe := &PanicError{Actor: x.obj, Goexit: true, Stack: debug.Stack(), Worker: w.id, hook: hook}
 	x.lastPanic = pe
-	if w.pendingPanic != nil {
-		w.termPanics = append(w.termPanics, w.pendingPanic)
-		w.pendingPanic = nil
-	}
+	w.goexitHandled()
 	w.termPanics = append(w.termPanics, pe)
 }
 

@@ -86,7 +86,7 @@ func (w *worker) drainBatch() (done bool) {
 		// actor must still be in the incarnation the envelope was sent to.
 		c := env.cell
 		if c.state.Load() != env.want {
-			w.deliverExtClaimed(env) // a dead letter, or an extended actor (supervise.go)
+			w.deliverExtClaimed(env) // a dead letter, or an extended actor (deliverext.go)
 			continue
 		}
 		status := env.call()

@@ -98,7 +98,7 @@ type worker struct {
 	// victim is stuck in a long behaviour, and the thief gives it spares
 	// rather than queues (see victimStuck).
 	watch     victimWatch
-	sup       workerSup   // supervision (supervise.go)
+	sup       workerSup   // the private queue's envelope, the spawn hook cache (deliverext.go)
 	st        WorkerStats // private counters
 	seenEpoch uint64      // last statsEpoch published
 	exitOK    bool        // the loop returned normally (not by runtime.Goexit)

@@ -22,23 +22,27 @@ package executor
 //	ending          inc|cellEnding|reason<<3          an extended actor's Stopped, Destroy hooks
 //	dead            inc|cellDead|reason<<3            nothing of it (its Release hook, at most)
 //
-// Transitions: from -> to, the function, who may take it, how (the outcome
-// its caller acts on).
+// Transitions: from -> to, then the function, who may take it, and how
+// (with the outcome its caller acts on).
 //
-//	new, dead, alive in a closed executor -> spawning, next incarnation
-//	    startSpawn      Spawn                   CAS; false: ErrAlreadySpawned
-//	spawning -> the word before               abortSpawn       Spawn   store (ErrStopped)
-//	spawning -> alive plain or alive extended publishAlive     Spawn   store
-//	alive plain -> alive extended             extendForWatch   Watch   CAS; false: detach, look again
-//	ending plain -> ending (reasonNormal)     extendForWatch   Watch   the same
+//	new, dead, or alive in a closed executor -> spawning (next incarnation)
+//	    startSpawn        Spawn                 CAS; lost: ErrAlreadySpawned
+//	spawning -> the word before
+//	    abortSpawn        Spawn                 store (the executor refused: ErrStopped)
+//	spawning -> alive plain, or alive extended
+//	    publishAlive      Spawn                 store
+//	alive plain -> alive extended; ending plain -> ending (reasonNormal)
+//	    extendForWatch    Watch                 CAS; lost: detach, look again
 //	alive plain -> ending plain (a Destroy hook to run), or dead (reasonNormal)
-//	    endPlainAlive   the terminating worker  CAS; endWatched: end as extended
+//	    endPlainAlive     terminating worker    CAS; endWatched: end as extended
 //	alive plain -> dead (reasonPanic)
-//	    endPlainPanicked  the worker whose behaviour panicked  CAS; endWatched: end as extended
-//	ending plain -> dead (reasonNormal), or ending (a Watch converted it) -> dead
-//	    finishPlainEnd  the terminating worker  CAS, else store; endWatched: finish the watch's extension
-//	alive extended -> ending (reason)         startExtEnd      the terminating worker  store
-//	ending (reason) -> dead (reason)          finishExtEnd     the terminating worker  store
+//	    endPlainPanicked  terminating worker    CAS; endWatched: supervise, end as extended
+//	ending plain -> dead (reasonNormal); ending (converted by a Watch) -> dead
+//	    finishPlainEnd    terminating worker    CAS, else store; endWatched: finish the watch
+//	alive extended -> ending (reason)
+//	    startExtEnd       terminating worker    store
+//	ending (reason) -> dead (reason)
+//	    finishExtEnd      terminating worker    store
 //
 // The terminating worker is the one running the incarnation's code (its
 // mailbox is held by one worker at a time), so no two goroutines end one

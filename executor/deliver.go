@@ -9,8 +9,10 @@ import (
 	"github.com/actord/actord/internal/erased"
 )
 
-// Delivery: running behaviours, applying allocation statuses, terminating
-// actors, recovering panics.
+// Delivery: running behaviours, applying allocation statuses (ending an
+// actor is terminate.go's), recovering panics by the worker's mode
+// (runMode). The slow path, for extended actors and dead letters, is
+// deliverext.go.
 //
 // Message lifetime. A message belongs to the behaviour receiving it until
 // that behaviour returns or sends the message on. The executor reads nothing

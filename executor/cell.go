@@ -53,62 +53,14 @@ type Destroyer interface{ Destroy() }
 // example to a sync.Pool.
 type Releaser interface{ Release() }
 
-// Cell state word: the low 3 bits are the lifecycle state (the kind), bits 3
-// and 4 flags whose meaning depends on the kind, and the upper 27 bits the
-// incarnation, advanced by every Spawn: 1 for the first, up to
-// MaxIncarnations (cellIncarnLast in the word), after which Spawn refuses
-// the cell; it never wraps. Transitions, per incarnation:
-// new or dead -> spawning (Spawn's CAS, with the next incarnation) -> alive
-// (Spawn's store) -> ending (the worker that terminates it, while the
-// Stopped and Destroy hooks run) -> dead (before the Release hook, which
-// hands the object to whoever may spawn it again). An alive cell whose
-// executor has shut down counts as dead too (see Cell.Alive and Spawn).
-//
-// While alive, cellPlain is set when the incarnation has no extension (no
-// supervision, bounded mailbox, lifecycle hook or watcher; see
-// supervise.go). Senders stamp envelopes with the canonical alive word (the
-// incarnation, alive, plain), so a delivery to a plain actor is one
-// comparison, and a delivery to an extended one (plain clear) fails it and
-// takes the slow path, which accepts the word with plain set back. Watch
-// clears plain with a CAS while the actor lives; the terminating worker
-// leaves the plain word by a CAS, so it learns whether a watcher came in.
-// While ending or dead, bits 3-4 hold the reason of the termination
-// (reasonNormal, reasonPanic, reasonBudget), or, while a plain actor's
-// Destroy hook runs, cellEndingPlain, which a Watch clears the same way
-// (see watch).
-const (
-	cellNew uint32 = iota
-	cellSpawning
-	cellAlive
-	cellEnding
-	cellDead
-
-	cellKindMask    = 7
-	cellPlain       = 8  // alive: no extension
-	cellReasonShift = 3  // ending, dead: the reason, bits 3-4
-	cellReasonMask  = 24 // ending, dead: the reason
-	cellIncarnOne   = 32 // one incarnation, in the state word
-	// cellIncarnLast is the last incarnation: a cell that has had it is
-	// never spawned again (Spawn returns ErrIncarnationsExhausted), so
-	// that no incarnation is ever reused and a port, timer or watch of
-	// one never reaches another.
-	cellIncarnLast = MaxIncarnations * cellIncarnOne
-)
-
-// incOf returns the incarnation bits of a state word.
-func incOf(st uint32) uint32 { return st &^ (cellIncarnOne - 1) }
-
 // Cell is the executor's part of an actor. The actor package embeds one in
 // actor.Actor, which users embed in their actor types. It has no exported
 // fields; the typed entry points (Spawn, Send) are the only way to use it.
 type Cell struct {
-	// state is the state word above. Written by Spawn (CAS to spawning,
-	// then store alive, or store back on ErrStopped), by Watch (a CAS that
-	// clears cellPlain while alive, or cellEndingPlain while ending) and by
-	// the worker that terminates the actor (ending, then dead: CASes from
-	// a plain actor's words, which fail after a concurrent Watch's CAS);
-	// read by every sender and by the worker before each
-	// delivery. A sender stamps the word it saw (alive, incarnation i) into
+	// state is the phase word of lifecycle.go, changed only by the
+	// transitions there (whose table says who takes each: Spawn, Watch,
+	// the terminating worker); read by every sender and by the worker
+	// before each delivery. A sender stamps the word it saw (alive, incarnation i) into
 	// the envelope, and delivery requires the word to be exactly that: an
 	// envelope sent to an earlier incarnation is a dead letter, even if the
 	// actor was spawned again since (possibly on another mailbox). The store

@@ -9,8 +9,10 @@ import (
 	"github.com/actord/actord/internal/erased"
 )
 
-// Delivery: running behaviours, applying allocation statuses, terminating
-// actors, recovering panics.
+// Delivery: running behaviours, applying allocation statuses (ending an
+// actor is terminate.go's), recovering panics by the worker's mode
+// (runMode). The slow path, for extended actors and dead letters, is
+// deliverext.go.
 //
 // Message lifetime. A message belongs to the behaviour receiving it until
 // that behaviour returns or sends the message on. The executor reads nothing
@@ -86,7 +88,7 @@ func (w *worker) drainBatch() (done bool) {
 		// actor must still be in the incarnation the envelope was sent to.
 		c := env.cell
 		if c.state.Load() != env.want {
-			w.deliverExtClaimed(env) // a dead letter, or an extended actor (supervise.go)
+			w.deliverExtClaimed(env) // a dead letter, or an extended actor (deliverext.go)
 			continue
 		}
 		status := env.call()
@@ -138,7 +140,7 @@ func (w *worker) messageDone(env *envelope, ms Allocation) {
 	if ms != Delete && ms != Destroy {
 		return
 	}
-	w.inMsgHook = true
+	w.enterMessageHook()
 	if d, ok := env.msg.(Destroyer); ok {
 		d.Destroy()
 	}
@@ -147,72 +149,114 @@ func (w *worker) messageDone(env *envelope, ms Allocation) {
 			r.Release()
 		}
 	}
-	w.inMsgHook = false
+	w.leaveMessageHook()
 }
 
-// terminate ends the incarnation of actor c whose alive state word is
-// alive, with status st. In order: if there is a Destroy hook to run, the
-// state becomes ending (sends fail, Spawn refuses) and the hook runs; the
-// state becomes dead; the Release hook runs, and the live count drops (so
-// Stop returns only after every hook ran).
+// runMode is what a worker goroutine runs, as far as a panic or a
+// runtime.Goexit out of it concerns recovered, which switches on it. It
+// changes only through the transitions below, named after what begins or
+// ends; docs/design.md ("An actor's life") has the table.
 //
-// The dead store hands the object over: for Destroy and Finished, back to
-// the program (it may be spawned again as soon as Alive reports false); for
-// Delete, to the Release hook, which typically puts it in a pool from which
-// another goroutine may spawn it again while Release is still returning.
-// After the dead store nothing here reads c or the object except through
-// the copy obj taken before it.
-//
-// A plain actor's first transition is a CAS from its plain alive word: a
-// Watch that extended it meanwhile makes the CAS fail, and the actor then
-// terminates as an extended one (terminateExt), which finishes the watch.
-// A Watch that comes while its Destroy hook runs is finished by endPlain
-// (see watch).
-func (w *worker) terminate(c *Cell, alive uint32, st Allocation) {
-	if c.state.Load()&cellPlain == 0 {
-		w.terminateExt(c, c.ext.Load(), alive, st, reasonNormal)
-		return
+// Which envelope is being delivered is not part of the mode: it is the
+// batch's last popped one, or the private queue's copy while
+// workerSup.inPriv is set (see delivering), in every mode; recovered reads
+// that source only to reschedule a private queue that a panic left
+// scheduled.
+type runMode uint8
+
+const (
+	// runBehaviour: a behaviour, or nothing. (The Started hook, Reset and
+	// an extended termination's hooks run here too, but recover their own
+	// panics: see safeCall.) recovered terminates or supervises the actor
+	// whose behaviour panicked.
+	runBehaviour runMode = iota
+	// runMsgHook: a message's Destroy or Release hook (messageDone); the
+	// actor, whose behaviour completed, goes on.
+	runMsgHook
+	// runPlainEnd: a plain actor's Destroy or Release hook (terminate);
+	// worker.end says which incarnation and which hook. recovered
+	// completes that termination.
+	runPlainEnd
+	// runSupervising: recovered applies an extended actor's directive to
+	// its behaviour's panic (worker.pendingPanic); a runtime.Goexit in a
+	// termination it starts unwinds past recovered, so noteGoexit records
+	// that panic in its stead. recovered itself never sees this mode.
+	runSupervising
+	// runGoexitDone: a hook's runtime.Goexit interrupted a termination,
+	// which extTerm.run or hookExited completed and recorded (noteGoexit);
+	// the recovery the Goexit reaches finishes the delivery only.
+	runGoexitDone
+)
+
+// plainEnd is runPlainEnd's data: the plain incarnation whose termination
+// hooks run, the object copied before its dead store, and whether its
+// Destroy hook (still ending) or its Release hook (dead) runs.
+type plainEnd struct {
+	c          *Cell
+	obj        any
+	inc        uint32
+	destroying bool
+}
+
+// enterMessageHook: runBehaviour -> runMsgHook, before a message's hooks.
+func (w *worker) enterMessageHook() { w.mode = runMsgHook }
+
+// leaveMessageHook: runMsgHook -> runBehaviour, after them.
+func (w *worker) leaveMessageHook() { w.mode = runBehaviour }
+
+// beginPlainEnd: runBehaviour -> runPlainEnd, before the termination hooks
+// of the plain incarnation inc of c (obj), the first of which is Destroy
+// if destroying, else Release.
+func (w *worker) beginPlainEnd(c *Cell, obj any, inc uint32, destroying bool) {
+	w.mode, w.end = runPlainEnd, plainEnd{c: c, obj: obj, inc: inc, destroying: destroying}
+}
+
+// plainEndReleasing: within runPlainEnd, the Destroy hook has returned;
+// what follows (the dead store, the Release hook) is the Release step.
+func (w *worker) plainEndReleasing() { w.end.destroying = false }
+
+// leavePlainEnd: runPlainEnd -> runBehaviour, after the hooks.
+func (w *worker) leavePlainEnd() { w.mode, w.end = runBehaviour, plainEnd{} }
+
+// beginSupervising: runBehaviour -> runSupervising, while recovered
+// applies the directive of an extended actor to its behaviour's panic pe.
+func (w *worker) beginSupervising(pe *PanicError) { w.mode, w.pendingPanic = runSupervising, pe }
+
+// leaveSupervising: runSupervising -> runBehaviour, once the directive is
+// applied (not reached if a Goexit unwound it: resume resets the mode).
+func (w *worker) leaveSupervising() { w.mode, w.pendingPanic = runBehaviour, nil }
+
+// goexitHandled: runBehaviour or runSupervising -> runGoexitDone, when a
+// hook's Goexit interrupted a termination that is being completed and
+// recorded (noteGoexit); the behaviour's panic recovered was supervising
+// is recorded first, as recovered would have.
+func (w *worker) goexitHandled() {
+	if w.mode == runSupervising {
+		w.termPanics = append(w.termPanics, w.pendingPanic)
+		w.pendingPanic = nil
 	}
-	inc := incOf(alive)
-	obj := c.obj
-	var destroyer Destroyer
-	var releaser Releaser
-	if st == Delete || st == Destroy {
-		destroyer, _ = obj.(Destroyer)
-		if st == Delete {
-			releaser, _ = obj.(Releaser)
-		}
-	}
-	first := inc | cellDead
-	if destroyer != nil {
-		first = inc | cellEnding | cellEndingPlain
-	}
-	if !c.state.CompareAndSwap(alive, first) {
-		w.terminateExt(c, c.ext.Load(), alive, st, reasonNormal) // a Watch extended it
-		return
-	}
-	w.st.ActorsTerminated++
-	if destroyer == nil && releaser == nil { // no hook: nothing can panic here
-		w.e.actorGone()
-		return
-	}
-	w.ending, w.endingWord, w.endingObj = c, first, obj // for recovered, if a hook panics
-	if destroyer != nil {
-		destroyer.Destroy()
-		w.e.endPlain(c, obj, inc)
-	}
-	if releaser != nil {
-		releaser.Release()
-	}
-	w.ending, w.endingObj = nil, nil
-	w.e.actorGone()
+	w.mode = runGoexitDone
+}
+
+// takeRun returns the mode (and runPlainEnd's data) a panic or Goexit
+// interrupted, and sets the mode back to runBehaviour: recovered, and
+// resume (a new goroutine runs nothing yet), take it.
+func (w *worker) takeRun() (runMode, plainEnd) {
+	m, end := w.mode, w.end
+	w.mode, w.end, w.pendingPanic = runBehaviour, plainEnd{}, nil
+	return m, end
 }
 
 // recovered handles a panic (or runtime.Goexit) out of a behaviour or hook
-// and records it with its stack:
-//   - out of an actor's termination hook: that termination completes;
-//   - out of a message's hook: the actor, whose behaviour completed, goes on;
-//   - out of a behaviour: its actor is terminated, without hooks.
+// and records it with its stack. It acts on the worker's mode (runMode):
+//   - runGoexitDone: the termination is complete and recorded; the rest of
+//     the delivery is finished;
+//   - runPlainEnd: a plain actor's termination hook: that termination
+//     completes;
+//   - runMsgHook: a message's hook: the actor, whose behaviour completed,
+//     goes on;
+//   - runBehaviour: a behaviour: its actor is terminated, without hooks,
+//     or supervised.
 func (w *worker) recovered(r any, goexit bool) {
 	// The extended actor's code this worker ran (deliverExtClaimed) ends
 	// with this recovery, which may run its termination hooks first.
@@ -223,15 +267,12 @@ func (w *worker) recovered(r any, goexit bool) {
 	c := env.cell
 	ms := w.msgStatus // the message's status, if its behaviour returned
 	w.msgStatus = Nodelete
-	if w.termGoexit {
-		// A hook's runtime.Goexit unwound a termination, which
-		// extTerm.run completed and recorded. What followed it in
-		// drainBatch or deliverOne is skipped: a request the behaviour
-		// did not answer is failed here, and the message's hooks run.
-		w.termGoexit = false
-		if ms&msgForwarded == 0 && w.mayBeRequest(env.msg) {
-			dropped(env.msg, ErrTerminated)
-		}
+	mode, end := w.takeRun()
+	if mode == runGoexitDone {
+		// What followed the termination in drainBatch or deliverOne is
+		// skipped: a request the behaviour did not answer is failed
+		// here, and the message's hooks run.
+		w.failKept(env, ms, ErrTerminated)
 		w.skippedMessageDone(env, ms)
 		return
 	}
@@ -239,59 +280,59 @@ func (w *worker) recovered(r any, goexit bool) {
 	w.st.Panics++
 	var obj any
 	hook := ""
-	switch s := c.state.Load(); {
-	case w.ending != nil && w.ending == c:
-		// If Destroy panicked the state is still ending (a Watch may have
-		// converted its word: see watch); if Release panicked it is dead,
-		// or already a new incarnation that must not be touched.
-		obj = w.endingObj
+	switch mode {
+	case runPlainEnd:
+		// If Destroy panicked the incarnation is still ending (a Watch
+		// may have converted its word: see watch): it becomes dead. If
+		// Release panicked it is dead, or already a new incarnation that
+		// must not be touched.
+		obj = end.obj
 		hook = "Release"
-		if inc := incOf(w.endingWord); incOf(s) == inc && s&cellKindMask == cellEnding {
+		if end.destroying {
 			hook = "Destroy"
-			w.e.endPlain(c, obj, inc)
+			w.e.endPlain(end.c, obj, end.inc)
 		}
-		w.ending, w.endingObj = nil, nil
 		w.e.actorGone()
 		// The panic skipped what follows the termination in drainBatch:
 		// a request the behaviour did not answer is failed here, and the
 		// message's hooks run.
-		if ms&msgForwarded == 0 && w.mayBeRequest(env.msg) {
-			dropped(env.msg, ErrTerminated)
-		}
+		w.failKept(env, ms, ErrTerminated)
 		defer w.skippedMessageDone(env, ms) // after this panic is recorded
-	case w.inMsgHook:
+	case runMsgHook:
 		hook = "message"
-		w.inMsgHook = false
-		if inPriv && s|cellPlain == env.want {
+		if inPriv && c.state.Load()|cellPlain == env.want {
 			// The panic unwound drainPrivate, which had the private
 			// queue scheduled: schedule what is left, or its messages
 			// would wait forever.
 			w.reschedule(c, c.ext.Load(), env.want)
 		}
-	case s|cellPlain == env.want:
+	default: // runBehaviour
+		s := c.state.Load()
+		if s|cellPlain != env.want {
+			break // not the actor's code: its incarnation had ended
+		}
 		// The behaviour panicked while this incarnation was alive. Only
 		// this worker can end it, so obj is stable until the dead store.
 		obj = c.obj
 		pe := &PanicError{Actor: obj, Message: userMessage(env.msg), Value: r, Goexit: goexit, Stack: stack, Worker: w.id}
-		if ms&msgForwarded == 0 && w.mayBeRequest(env.msg) { // its behaviour ran: only a request it kept is told
-			dropped(env.msg, fmt.Errorf("%w: %w", ErrTerminated, pe)) // a request its receiver panicked on
-		}
-		inc := incOf(env.want)
-		if s&cellPlain != 0 && c.state.CompareAndSwap(s, inc|cellDead|reasonPanic<<cellReasonShift) {
+		// Its behaviour ran: only a request it kept is told.
+		w.failKept(env, ms, fmt.Errorf("%w: %w", ErrTerminated, pe))
+		switch c.endPlainPanicked(s) {
+		case endPlainTaken:
 			w.st.ActorsTerminated++
 			w.e.actorGone()
-		} else {
+		case endWatched:
 			// Extended, or a Watch extended it after our load (the CAS
 			// failed): it terminates as an extended actor (see watch).
 			x := c.ext.Load()
-			w.pendingPanic = pe // a Goexit in a termination hook would skip our recordPanic
+			w.beginSupervising(pe)
 			handled, ended := w.supervise(c, x, env.want, pe)
 			if !handled {
 				x.lastPanic = pe
 				w.terminateExt(c, x, env.want, Finished, reasonPanic)
 				ended = true
 			}
-			w.pendingPanic = nil
+			w.leaveSupervising()
 			if !ended { // handled: reported, but not an error of Stop
 				if w.e.cfg.OnError != nil {
 					w.e.callOnError(pe)
@@ -305,6 +346,15 @@ func (w *worker) recovered(r any, goexit bool) {
 	w.e.recordPanic(&PanicError{Actor: obj, Message: userMessage(env.msg), Value: r, Goexit: goexit, Stack: stack, Worker: w.id, hook: hook})
 }
 
+// failKept fails the request env delivered, if it is one that its
+// behaviour kept (did not forward: see handedOver), with err: its receiver
+// ended without answering it.
+func (w *worker) failKept(env *envelope, ms Allocation, err error) {
+	if ms&msgForwarded == 0 && w.mayBeRequest(env.msg) {
+		dropped(env.msg, err)
+	}
+}
+
 // skippedMessageDone applies the status ms that a behaviour set for its
 // message (SetAllocation) when a panic or runtime.Goexit out of its actor's
 // termination hooks unwound the delivery before messageDone: the message's
@@ -316,7 +366,7 @@ func (w *worker) skippedMessageDone(env *envelope, ms Allocation) {
 		return
 	}
 	if r, ok := safeCall(func() { w.messageDone(env, ms) }); !ok {
-		w.inMsgHook = false
+		w.leaveMessageHook()
 		w.st.Panics++
 		w.e.recordPanic(&PanicError{Message: env.msg, Value: r, Stack: debug.Stack(), Worker: w.id, hook: "message"})
 	}

@@ -252,3 +252,49 @@ func TestGoexitInStartedAndReset(t *testing.T) {
 		})
 	}
 }
+
+// goexitMsg's Destroy hook calls runtime.Goexit.
+type goexitMsg struct{ Message }
+
+func (*goexitMsg) Destroy() { runtime.Goexit() }
+
+// destroyPanicsGoexitMsg is a plain actor whose Destroy hook panics; its behaviour
+// gives its message the Destroy status and ends the actor.
+type destroyPanicsGoexitMsg struct{ cell Cell }
+
+func (*destroyPanicsGoexitMsg) Destroy() { panic("destroy") }
+
+func (*destroyPanicsGoexitMsg) onMsg(m *goexitMsg) Allocation {
+	m.SetAllocation(Destroy)
+	return Destroy
+}
+
+type bangMsg struct{ Message }
+
+// panicky is a plain actor whose behaviour panics.
+type panicky struct{ cell Cell }
+
+func (*panicky) onBang(*bangMsg) Allocation { panic("bang") }
+
+// A runtime.Goexit out of a message's hook that runs after its actor's
+// Destroy hook panicked (recovered runs it: skippedMessageDone) ends the
+// worker goroutine inside the message hook; the goroutine that resumes
+// the worker runs nothing of it, so a behaviour's later panic terminates
+// its actor as any behaviour panic does (the worker's mode used to stay
+// "in a message hook", and the panicking actor lived on).
+func TestGoexitInSkippedMessageHookLeavesNoMode(t *testing.T) {
+	var pt panicsTo
+	e, err := Start(Config{Workers: 1, Queues: 1, OnError: pt.onError})
+	require.NoError(t, err)
+	a := &destroyPanicsGoexitMsg{}
+	require.NoError(t, Spawn(e, &a.cell, a))
+	require.NoError(t, Send(&a.cell, a, &goexitMsg{}, (*destroyPanicsGoexitMsg).onMsg))
+	require.Eventually(t, func() bool { return !a.cell.Alive() }, 10*time.Second, time.Millisecond)
+
+	b := &panicky{}
+	require.NoError(t, Spawn(e, &b.cell, b))
+	require.NoError(t, Send(&b.cell, b, &bangMsg{}, (*panicky).onBang))
+	require.Eventually(t, func() bool { return !b.cell.Alive() }, 10*time.Second, time.Millisecond,
+		"the behaviour's panic terminates its actor")
+	assert.NotErrorIs(t, e.Stop(context.Background()), ErrActorsAlive)
+}

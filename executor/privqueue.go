@@ -3,10 +3,38 @@ package executor
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/actord/actord/internal/erased"
 )
+
+// Overflow is what a send to a full bounded mailbox does (see
+// SpawnOptions.MailboxBound).
+type Overflow uint8
+
+const (
+	// Reject: the send fails with ErrMailboxFull; the message is not queued
+	// and stays the sender's. The default.
+	Reject Overflow = iota
+	// DropNewest: the send succeeds but the message is dropped, counted
+	// (Stats.MailboxDroppedNewest); a request's requester gets ErrMailboxFull.
+	DropNewest
+	// DropOldest: the message is queued and the oldest queued one is
+	// dropped, counted (Stats.MailboxDroppedOldest); a request's requester
+	// gets ErrMailboxFull. Pills are never dropped, nor a message sent
+	// before a queued pill that terminates the actor: while such a pill is
+	// queued (or a pill is the oldest message) the new message is dropped
+	// instead, as DropNewest would (Stats.MailboxDroppedNewest), since it
+	// could only be a dead letter.
+	DropOldest
+)
+
+var overflowNames = [...]string{Reject: "Reject", DropNewest: "DropNewest", DropOldest: "DropOldest"}
+
+func (o Overflow) String() string { return enumName(overflowNames[:], uint8(o), "Overflow") }
 
 // privQueue is a bounded or supervised actor's own queue.
 type privQueue struct {
@@ -344,4 +372,38 @@ func (w *worker) reschedule(c *Cell, x *cellExt, want uint32) {
 	if more {
 		sendControl(c, want, drainMsg)
 	}
+}
+
+// SendContext is Send for a bounded actor from a goroutine that can wait:
+// when the actor's mailbox is full it waits for room until ctx ends (then
+// it returns an error wrapping ErrMailboxFull and ctx's cause), whatever
+// the actor's Overflow policy. Called from a behaviour it never waits (a
+// worker must not block): it applies the policy like Send. For other actors
+// it is Send.
+func SendContext[TA, TM any, A interface{ *TA }, M MessagePtr[TM]](ctx context.Context, c *Cell, to A, msg M, fn func(A, M) Allocation) error {
+	off := uintptr(unsafe.Pointer(c)) - uintptr(unsafe.Pointer(to))
+	return sendCtx(ctx, c, off, unsafe.Sizeof(*to), 0, erased.Erase(fn), msg)
+}
+
+// SendContext is Port.Send that waits for room in a full bounded mailbox
+// (see the function SendContext).
+func (p Port[M]) SendContext(ctx context.Context, msg M) error {
+	if p.cell == nil {
+		return ErrNotSpawned
+	}
+	return sendCtx(ctx, p.cell, uintptr(p.coff), math.MaxUint32, p.want, p.fn, msg)
+}
+
+func sendCtx(ctx context.Context, c *Cell, off, size uintptr, want uint32, fn unsafe.Pointer, msg any) error {
+	if off >= size || off > math.MaxUint32 {
+		panic("executor: SendContext: the cell is not inside the actor")
+	}
+	if erased.Data(msg) == nil {
+		panic("executor: SendContext with a nil message")
+	}
+	st := c.state.Load()
+	if st&(cellKindMask|cellPlain) != cellAlive|cellPlain || (want != 0 && st != want) {
+		return sendSlow(c, uint32(off), st, want, fn, msg, ctx)
+	}
+	return send(c, off, size, want, fn, msg)
 }

@@ -70,11 +70,11 @@ func (e *Executor) spawn(c *Cell, obj any, o *SpawnOptions) error {
 		return ErrIncarnationsExhausted // the incarnation never wraps (see cellIncarnLast)
 	}
 	next := incOf(st) + cellIncarnOne // the next incarnation
-	if !c.state.CompareAndSwap(st, next|cellSpawning) {
+	if !c.startSpawn(st, next) {
 		return ErrAlreadySpawned
 	}
 	if !e.enter() {
-		c.state.Store(st)
+		c.abortSpawn(st)
 		return ErrStopped
 	}
 	w := e.current()
@@ -95,10 +95,8 @@ func (e *Executor) spawn(c *Cell, obj any, o *SpawnOptions) error {
 	if c.ext.Load() != x { // a store only if it changes: most actors have none
 		c.ext.Store(x)
 	}
-	if x == nil {
-		c.state.Store(next | cellAlive | cellPlain) // publishes the fields above to senders and workers
-	} else {
-		c.state.Store(next | cellAlive)
+	c.publishAlive(next, x == nil) // publishes the fields above to senders and workers
+	if x != nil {
 		e.extended(c, x)
 	}
 	if w != nil {

@@ -125,7 +125,7 @@ type WorkerStats struct {
 	handoffs      uint64 // handed-off mailboxes this worker served itself (see handoff.go)
 	asksStarted   uint64 // requests begun on this worker (see Executor.askStarted)
 	asksDone      uint64 // requests ended on this worker
-	private       uint64 // messages taken from private queues (supervise.go)
+	private       uint64 // messages taken from private queues (privqueue.go)
 	control       uint64 // control envelopes taken (supervise.go): not user messages
 }
 

@@ -3,6 +3,22 @@ package executor
 // Death-watch: Watch and WatchChan, and the finishing of an incarnation's
 // watches when it terminates.
 
+// Terminated tells a watcher (see Watch) that the actor it watched has
+// terminated. Each watch receives exactly one.
+type Terminated struct {
+	Message
+	// Actor is the terminated actor (the pointer that was spawned), nil
+	// when nothing recorded it for this watch: the watch began after the
+	// termination, or while it was completing (the watch lost the race
+	// with the actor's dead store), and the actor had no extension.
+	Actor any
+	// Reason is why it terminated.
+	Reason Reason
+	// Err is the *PanicError of the last failure for ReasonPanic and
+	// ReasonBudget (when known), ErrStopped for ReasonStopped, else nil.
+	Err error
+}
+
 // watcher receives one Terminated.
 // notify reports whether the notice was delivered (a watching actor that
 // has terminated gets none).
@@ -136,10 +152,8 @@ func watch(c *Cell, want uint32, wt watcher) *cellExt {
 			}
 			return nil
 		}
-		var extended uint32 // the word once a watch has extended the incarnation
-		switch {
-		case alive && s&cellPlain != 0:
-			extended = s &^ cellPlain
+		switch phaseOf(s) {
+		case phaseAlivePlain:
 			if !e.registerWatched(c, x) {
 				// A forced Stop has finished the extended actors already.
 				if x.detach(e, c, wt) && wt.notify(&Terminated{Reason: ReasonStopped, Err: ErrStopped}) {
@@ -147,15 +161,14 @@ func watch(c *Cell, want uint32, wt watcher) *cellExt {
 				}
 				return nil
 			}
-		case !alive && s&cellReasonMask == cellEndingPlain:
-			extended = s &^ cellReasonMask
+		case phaseEndingPlain:
 		default:
 			return x // extended already: see above
 		}
 		if testHookWatchExtend != nil {
 			testHookWatchExtend()
 		}
-		if c.state.CompareAndSwap(s, extended) || c.state.Load() == extended {
+		if c.extendForWatch(s) {
 			return x // extended, by this watch or by one that attached to x before it
 		}
 		if !x.detach(e, c, wt) {
@@ -223,29 +236,6 @@ func (e *Executor) registerWatched(c *Cell, x *cellExt) bool {
 	e.sup.exts[c] = x
 	return true
 }
-
-// endPlain takes a plain incarnation (inc) of obj from ending, whose
-// Destroy hook has returned or panicked, to dead. If a watch converted the
-// ending word meanwhile (see watch), it finishes the watch's extension
-// after the dead store: the word is ending until that store, so no spawn
-// can have replaced the extension it loads before it.
-func (e *Executor) endPlain(c *Cell, obj any, inc uint32) {
-	if c.state.CompareAndSwap(inc|cellEnding|cellEndingPlain, inc|cellDead) {
-		return
-	}
-	x := c.ext.Load()
-	c.state.Store(inc | cellDead)
-	if x != nil && x.inc == inc {
-		e.unextended(c, x)
-		e.sup.notices.Add(uint64(x.finish(obj, ReasonNormal, nil)))
-	}
-}
-
-// cellEndingPlain, in the reason bits of an ending word, marks a plain
-// incarnation whose Destroy hook runs (terminate) and that no watch has
-// extended yet (see watch); no reason has this value, and the dead word
-// that follows holds reasonNormal.
-const cellEndingPlain = cellReasonMask
 
 // testHookWatch, if set, is called by watch after each load of the word:
 // a test ends and re-spawns the incarnation there.

@@ -49,14 +49,11 @@ type worker struct {
 	// its message (Message.SetAllocation, which finds the message being
 	// delivered as w.buf.LastPopped()); see deliver.go.
 	msgStatus Allocation
-	// ending is the actor whose termination hooks are running, endingWord
-	// the state word its termination stored first and endingObj the object
-	// copied before the dead store; inMsgHook is set while a message's
-	// hooks run.
-	ending      *Cell
-	endingWord  uint32
-	endingObj   any
-	inMsgHook   bool
+	// mode is what this goroutine runs, for recovered, and end
+	// runPlainEnd's data: written through the transitions beside runMode
+	// (deliver.go), read by recovered and noteGoexit.
+	mode        runMode
+	end         plainEnd
 	batchFrom   *mailbox // a mailbox refilled a little from outside during this pass (see batchwait.go)
 	peerG       uintptr  // the last pusher noteRefill found to be a worker
 	given       *mailbox // during steal: the mailbox the swap gave the victim
@@ -103,17 +100,13 @@ type worker struct {
 	// victim is stuck in a long behaviour, and the thief gives it spares
 	// rather than queues (see victimStuck).
 	watch     victimWatch
-	sup       workerSup   // supervision (supervise.go)
+	sup       workerSup   // the private queue's envelope, the spawn hook cache (deliverext.go)
 	st        WorkerStats // private counters
 	seenEpoch uint64      // last statsEpoch published
 	exitOK    bool        // the loop returned normally (not by runtime.Goexit)
-	// termGoexit is set by extTerm.run when it completed a termination
-	// that a hook's runtime.Goexit interrupted (and recorded the Goexit),
-	// for the recovery the Goexit reaches next; resume clears it if that
-	// was none. pendingPanic is a behaviour's panic that recovered records
-	// after the termination it starts, and extTerm.run records in its
-	// stead if a Goexit unwinds past recovered.
-	termGoexit   bool
+	// pendingPanic is runSupervising's data: a behaviour's panic that
+	// recovered records after the termination it may start, and that
+	// noteGoexit records in its stead if a Goexit unwinds past recovered.
 	pendingPanic *PanicError
 	termPanics   []*PanicError // the panics extTerm.run has yet to record
 	// sleptLong is whether the worker's last sleep lasted threadSleep or
@@ -338,7 +331,8 @@ func (w *worker) resume() {
 	var err error
 	w.start(&err) // pinning worked before; a failure now only loses the pinning
 	defer w.exit()
-	w.termGoexit, w.pendingPanic, w.termPanics = false, nil, nil
+	w.takeRun() // whatever the Goexit interrupted, nothing of it runs now
+	w.termPanics = nil
 	w.leaveExt() // a Goexit ended the code of an extended actor
 	if w.cur != nil {
 		w.processCurrent()

@@ -1,0 +1,298 @@
+package executor
+
+import "runtime/debug"
+
+// Termination: ending an incarnation, plain (terminate) or extended
+// (terminateExt, extTerm), and finishing the extended actors a forced Stop
+// leaves alive (stopExts); the hooks' panics and runtime.Goexit on the way.
+
+// terminate ends the incarnation of actor c whose alive state word is
+// alive, with status st. In order: if there is a Destroy hook to run, the
+// state becomes ending (sends fail, Spawn refuses) and the hook runs; the
+// state becomes dead; the Release hook runs, and the live count drops (so
+// Stop returns only after every hook ran).
+//
+// The dead store hands the object over: for Destroy and Finished, back to
+// the program (it may be spawned again as soon as Alive reports false); for
+// Delete, to the Release hook, which typically puts it in a pool from which
+// another goroutine may spawn it again while Release is still returning.
+// After the dead store nothing here reads c or the object except through
+// the copy obj taken before it.
+//
+// A plain actor's first transition is a CAS from its plain alive word: a
+// Watch that extended it meanwhile makes the CAS fail, and the actor then
+// terminates as an extended one (terminateExt), which finishes the watch.
+// A Watch that comes while its Destroy hook runs is finished by endPlain
+// (see watch).
+func (w *worker) terminate(c *Cell, alive uint32, st Allocation) {
+	inc := incOf(alive)
+	obj := c.obj
+	var destroyer Destroyer
+	var releaser Releaser
+	if st == Delete || st == Destroy {
+		destroyer, _ = obj.(Destroyer)
+		if st == Delete {
+			releaser, _ = obj.(Releaser)
+		}
+	}
+	if c.endPlainAlive(alive, destroyer != nil) == endWatched {
+		w.terminateExt(c, c.ext.Load(), alive, st, reasonNormal) // extended, maybe by a Watch
+		return
+	}
+	w.st.ActorsTerminated++
+	if destroyer == nil && releaser == nil { // no hook: nothing can panic here
+		w.e.actorGone()
+		return
+	}
+	w.beginPlainEnd(c, obj, inc, destroyer != nil) // for recovered, if a hook panics
+	if destroyer != nil {
+		destroyer.Destroy()
+		w.plainEndReleasing()
+		w.e.endPlain(c, obj, inc)
+	}
+	if releaser != nil {
+		releaser.Release()
+	}
+	w.leavePlainEnd()
+	w.e.actorGone()
+}
+
+// safeCall calls f and recovers a panic out of it.
+func safeCall(f func()) (r any, ok bool) {
+	defer func() {
+		if !ok {
+			r = recover()
+		}
+	}()
+	f()
+	return nil, true
+}
+
+// callAside calls f on a goroutine of its own and waits for it, so that
+// a runtime.Goexit in f ends that goroutine and not the caller's (Stop's
+// caller, for the hooks a forced Stop runs). It recovers a panic out of f
+// (r) and reports a Goexit.
+func callAside(f func()) (r any, goexit, ok bool) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done) // pairs with <-done: r, goexit and ok are written before
+		defer func() {
+			if !ok {
+				r = recover()
+				goexit = r == nil // panic(nil) panics with a *runtime.PanicNilError
+			}
+		}()
+		f()
+		ok = true
+	}()
+	<-done
+	return r, goexit, ok
+}
+
+// hookPanicked records a panic out of a hook or reset function of x.
+// While a termination that a Goexit interrupted keeps reports for
+// recordGoexits, the panic joins them, so that they are recorded in the
+// order they happened.
+func (w *worker) hookPanicked(x *cellExt, r any, hook string) {
+	w.st.Panics++
+	pe := &PanicError{Actor: x.obj, Value: r, Stack: debug.Stack(), Worker: w.id, hook: hook}
+	x.lastPanic = pe
+	if len(w.termPanics) > 0 {
+		w.termPanics = append(w.termPanics, pe)
+		return
+	}
+	w.e.recordPanic(pe)
+}
+
+// hookExited runs, in a deferred call, when the Started hook or Reset
+// function of x called runtime.Goexit, which safeCall cannot stop: as for
+// a panic there, the actor terminates, while the goroutine unwinds.
+func (w *worker) hookExited(c *Cell, x *cellExt, want uint32, hook string) {
+	w.noteGoexit(x, hook)
+	w.terminateExt(c, x, want, Finished, reasonPanic)
+	w.recordGoexits() // not reached if a termination hook calls Goexit too: the nested call records
+}
+
+// noteGoexit counts a runtime.Goexit out of hook of x and keeps its report
+// for recordGoexits, after the behaviour's panic that the recovery it
+// unwinds would have recorded (runSupervising's); the worker's mode
+// becomes runGoexitDone, which tells the recovery that the Goexit reaches
+// next, if any, that it is handled (goexitHandled).
+func (w *worker) noteGoexit(x *cellExt, hook string) {
+	w.st.Panics++
+	pe := &PanicError{Actor: x.obj, Goexit: true, Stack: debug.Stack(), Worker: w.id, hook: hook}
+	x.lastPanic = pe
+	w.goexitHandled()
+	w.termPanics = append(w.termPanics, pe)
+}
+
+// recordGoexits records the reports noteGoexit kept.
+func (w *worker) recordGoexits() {
+	for i, pe := range w.termPanics {
+		w.termPanics[i] = nil
+		w.e.recordPanic(pe)
+	}
+	w.termPanics = w.termPanics[:0]
+}
+
+// extTerm is the termination of an extended incarnation in progress. It
+// lives on terminateExt's stack and is touched only by its worker.
+type extTerm struct {
+	c      *Cell
+	x      *cellExt
+	obj    any // the object, copied before the dead store
+	inc    uint32
+	reason uint32
+	st     Allocation
+	step   uint8 // the next step to take (termStopped ... termDone)
+}
+
+// The steps of extTerm.run, in order.
+const (
+	termStopped uint8 = iota // the Stopped hook
+	termDestroy              // the Destroy hook (Delete, Destroy)
+	termDead                 // close the private queue, the dead store, the notices
+	termRelease              // the Release hook (Delete)
+	termGone                 // the live count
+	termDone
+)
+
+// termHooks names the hook each step runs (for a PanicError).
+var termHooks = [termDone]string{termStopped: "Stopped", termDestroy: "Destroy", termRelease: "Release"}
+
+// terminateExt ends an extended incarnation (its canonical word alive)
+// with allocation status st for the given reason. In order: the state
+// becomes ending (sends fail); the Stopped hook runs; the Destroy hook runs
+// (Delete, Destroy); the private queue is closed and what it held counted
+// as dead letters; the state becomes dead; watchers are notified; the
+// Release hook runs (Delete). Hook panics are recorded and do not stop the
+// termination; nor does runtime.Goexit in a hook (see extTerm.run), though
+// it then ends the worker goroutine, and whatever the caller would have
+// done after terminateExt, once the termination is complete.
+func (w *worker) terminateExt(c *Cell, x *cellExt, alive uint32, st Allocation, reason uint32) {
+	t := extTerm{c: c, x: x, obj: c.obj, inc: incOf(alive), reason: reason, st: st}
+	w.st.ActorsTerminated++
+	c.startExtEnd(t.inc, reason)
+	t.run(w)
+}
+
+// run takes the steps of t from t.step on. A step is counted taken before
+// its hook runs, so a hook that calls runtime.Goexit (which safeCall cannot
+// stop) is not run again: the deferred call records it and takes the
+// remaining steps while the goroutine unwinds, before any caller's deferred
+// recovery (worker.recovered) runs. A second Goexit in a later hook nests
+// the same way; each one takes at least one step, so this ends.
+func (t *extTerm) run(w *worker) {
+	defer func() {
+		if t.step != termDone { // a hook called runtime.Goexit
+			w.noteGoexit(t.x, termHooks[t.step-1])
+			// A Goexit out of a later hook ends this call here and the
+			// nested one records; OnError runs after the termination is
+			// complete, so that nothing it does can stop it.
+			t.run(w)
+			w.recordGoexits()
+		}
+	}()
+	x, c := t.x, t.c
+	for t.step != termDone {
+		t.step++
+		switch t.step - 1 {
+		case termStopped:
+			if x.stopper != nil {
+				if r, ok := safeCall(func() { x.stopper.Stopped(reasonOf(t.reason)) }); !ok {
+					w.hookPanicked(x, r, "Stopped")
+				}
+			}
+		case termDestroy:
+			if d, ok := t.obj.(Destroyer); ok && (t.st == Delete || t.st == Destroy) {
+				if r, ok := safeCall(d.Destroy); !ok {
+					w.hookPanicked(x, r, "Destroy")
+				}
+			}
+		case termDead:
+			if q := x.pq; q != nil {
+				for _, env := range q.close() {
+					w.st.private++
+					w.st.DeadLetters++
+					w.e.noteDead(env.msg)
+					dropped(env.msg, ErrTerminated)
+				}
+			}
+			c.finishExtEnd(t.inc, t.reason)
+			var err error
+			if t.reason != reasonNormal && x.lastPanic != nil {
+				err = x.lastPanic
+			}
+			w.e.unextended(c, x) // before the notices: a watcher told finds nothing left
+			w.e.sup.notices.Add(uint64(x.finish(t.obj, reasonOf(t.reason), err)))
+		case termRelease:
+			if r, ok := t.obj.(Releaser); ok && t.st == Delete {
+				if rv, ok := safeCall(r.Release); !ok {
+					w.hookPanicked(x, rv, "Release")
+				}
+			}
+		case termGone:
+			w.e.actorGone()
+		}
+	}
+}
+
+// stopExts finishes, at a forced Stop, the extended actors still alive:
+// their Stopped hooks run, except those of busy, the actors whose code a
+// worker that Stop gave up on is running (allExited is false then), and
+// their watchers are told ReasonStopped. It returns the messages their
+// private queues still held (undelivered).
+func (e *Executor) stopExts(allExited bool, busy []*Cell) int64 {
+	e.sup.mu.Lock()
+	exts := e.sup.exts
+	e.sup.exts, e.sup.stopped = nil, true
+	e.sup.mu.Unlock()
+	var left int64
+	for c, x := range exts {
+		if c.state.Load()|cellPlain != x.inc|cellAlive|cellPlain {
+			continue
+		}
+		// A Stopper is extended from its spawn: every delivery to it is
+		// marked (see deliverExtClaimed), so unless it is busy no worker
+		// runs its code, nor will.
+		hook := x.stopper != nil && !cellIn(busy, c)
+		if hook {
+			stopped := func() {
+				// A Stop the hook calls is still one from the stop itself.
+				prev := e.stop.runner.Swap(selfID())
+				defer e.stop.runner.Store(prev)
+				x.stopper.Stopped(ReasonStopped)
+			}
+			if r, goexit, ok := callAside(stopped); !ok {
+				e.recordPanic(&PanicError{Actor: x.obj, Value: r, Goexit: goexit, Stack: debug.Stack(), Worker: -1, hook: "Stopped"})
+			}
+		}
+		if q := x.pq; q != nil {
+			for _, env := range q.close() {
+				dropped(env.msg, ErrStopped)
+				left++
+			}
+		}
+		x.mu.Lock() // finish, on a worker still stuck in its behaviour (busy), may be writing obj
+		obj := x.obj
+		x.mu.Unlock()
+		if obj == nil && (allExited || hook) {
+			obj = c.obj // no worker runs its code: nothing writes it now
+		}
+		e.sup.notices.Add(uint64(x.finish(obj, ReasonStopped, ErrStopped)))
+	}
+	return left
+}
+
+// endPlain takes a plain incarnation (inc) of obj from ending, whose
+// Destroy hook has returned or panicked, to dead. If a watch converted the
+// ending word meanwhile (see watch), it finishes the watch's extension
+// after the dead store: the word is ending until that store, so no spawn
+// can have replaced the extension it loads before it.
+func (e *Executor) endPlain(c *Cell, obj any, inc uint32) {
+	x, o := c.finishPlainEnd(inc)
+	if o == endWatched && x != nil && x.inc == inc {
+		e.unextended(c, x)
+		e.sup.notices.Add(uint64(x.finish(obj, ReasonNormal, nil)))
+	}
+}

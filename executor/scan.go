@@ -4,9 +4,14 @@ import "time"
 
 // pass visits each owned slot once, gulping and processing every non-empty
 // mailbox that is not being processed elsewhere. It reports whether it found
-// work.
+// work. Its parts, each with one job: for each slot, waitingAt (choosing
+// it: the unlocked tests), mailbox.gulp, processGulped (the visit) and,
+// between visits, lookDeferred; after the slots, resolveHandoff, a batch
+// wait (waitForBatch) and checkBacklog. What glues them stays here, so
+// that the loop inlines what it did as one function.
 func (w *worker) pass() bool {
 	e := w.e
+	// Pairs with Stats' Add (stats.go), which asks for a publication.
 	if ep := e.statsEpoch.Load(); ep != w.seenEpoch {
 		w.publish(ep) // between batches: the counters are consistent
 	}
@@ -14,29 +19,17 @@ func (w *worker) pass() bool {
 	w.next, w.follows = nil, 0 // a new pass: the chain is followed afresh (see afterVisit)
 	busy := 0
 	for i := w.lo; i < w.hi; i++ {
-		mb := e.slots[i].Load() // nil only while this worker swaps it, never here
+		mb := w.waitingAt(i)
 		if mb == nil {
-			continue
-		}
-		word := mb.word.Load() // the unlocked emptiness test
-		if wordLen(word) == 0 {
-			continue
-		}
-		if word&wordProcessing != 0 {
-			if w.stats {
-				w.st.MissedGulps++
-			}
 			continue
 		}
 		n, missed := mb.gulp(&w.buf)
 		if missed {
-			if w.stats {
-				w.st.MissedGulps++
-			}
+			w.missedGulp()
 			continue
 		}
 		if n == 0 {
-			continue
+			continue // emptied since waitingAt looked
 		}
 		// Work of our own besides a handed-off mailbox: its owner is
 		// worth waking, so that both run (see handoff.go).
@@ -48,32 +41,25 @@ func (w *worker) pass() bool {
 			w.stopSpinning() // found work: no longer spinning (and the watcher may see it stuck)
 		}
 		w.processGulped(mb, n)
+		// Pairs with Stop's store (Executor.shutdown): a forced stop ends
+		// the pass after the visit under way.
 		if e.shutdown.Load() {
 			w.flushHandoff()
 			return true
 		}
+		// Pairs with deferWake's and takeDeferred's Adds (defer.go): the
+		// clock is read only while wake-ups are deferred.
 		if e.deferred.Load() != 0 {
-			// Wake-ups left to the awake workers, looked at during a
-			// pass too, at most every deferLookEvery: a pass whose
-			// behaviours take long would leave them waiting (see
-			// defer.go).
-			if now := time.Since(e.epoch); now-w.deferLook >= deferLookEvery {
-				w.deferLook = now
-				busy += w.serveDeferred()
-			}
+			busy += w.lookDeferred(time.Since(e.epoch))
 		}
 	}
 	served := 0
+	// Pairs with deferWake's and takeDeferred's Adds (defer.go).
 	if e.deferred.Load() != 0 {
-		// Wake-ups left to the awake workers (see defer.go).
-		served = w.serveDeferred()
+		served = w.serveDeferred() // wake-ups left to the awake workers (see defer.go)
 	}
 	if w.handoff != nil {
-		// The rest of the pass found nothing else to do: serve the
-		// handed-off mailbox here unless an earlier mailbox has filled up
-		// again, which needs a look only if this pass had other work
-		// before the handoff (see handoff.go).
-		w.afterVisit(busy == 1 && served == 0)
+		w.resolveHandoff(busy, served)
 	}
 	busy += served
 	if mb := w.batchFrom; mb != nil {
@@ -82,27 +68,99 @@ func (w *worker) pass() bool {
 		w.batchFrom = nil
 		w.waitForBatch(mb)
 	}
-	// A backlog: after a pass, at least two owned mailboxes are waiting
-	// again. (Counting busy mailboxes during the pass would not do: a chain
-	// of single messages hopping from one mailbox to the next, which one
-	// worker serves best alone, looks busy too.) If others sleep, wake one
-	// so it can steal (see wakeThief).
-	// Checked every 8th busy pass: a backlog that lasts is seen soon enough,
-	// and a worker making many short passes (a chain of single messages)
-	// does not scan its slots after each one.
+	// The backlog check, every 8th busy pass (see checkBacklog).
 	if busy > 0 && e.sel != nil {
-		w.busyPasses++
-	}
-	if busy > 0 && e.sel != nil && w.busyPasses&7 == 0 && e.sleepers.Load() != 0 && w.waiting(2) {
-		// At most once per steal age: a thief woken sooner could not take
-		// anything yet (candidates must age), and each wake costs this busy
-		// worker a wake-up and the sleeper a spin over our mailbox words.
-		if now := time.Since(e.epoch); now-w.thiefWoken >= e.cfg.StealAge {
-			w.thiefWoken = now
-			w.wakeThief()
+		if w.busyPasses++; w.busyPasses&7 == 0 {
+			w.checkBacklog()
 		}
 	}
 	return busy > 0
+}
+
+// waitingAt chooses slot i for a gulp: it returns the mailbox there if its
+// word says it holds envelopes and is not being processed (an unlocked
+// test: the gulp decides under the lock), or nil. A mailbox found being
+// processed elsewhere counts as a missed gulp.
+func (w *worker) waitingAt(i int) *mailbox {
+	// Pairs with the swap's stores (stealing.TrySwapHooked): nil only
+	// while this worker swaps the slot, never here.
+	mb := w.e.slots[i].Load()
+	if mb == nil {
+		return nil
+	}
+	// Pairs with the unlocking stores of pushers, gulpers and releasers
+	// (mailbox.unlock).
+	word := mb.word.Load()
+	if wordLen(word) == 0 {
+		return nil
+	}
+	if word&wordProcessing != 0 {
+		w.missedGulp()
+		return nil
+	}
+	return mb
+}
+
+// missedGulp counts a gulp that found its mailbox being processed elsewhere.
+func (w *worker) missedGulp() {
+	if w.stats {
+		w.st.MissedGulps++
+	}
+}
+
+// lookDeferred serves the wake-ups left to the awake workers (see
+// defer.go) during a pass, at most every deferLookEvery: a pass whose
+// behaviours take long would leave them waiting. now is the time since the
+// executor's epoch. It returns the number of mailboxes served.
+func (w *worker) lookDeferred(now time.Duration) int {
+	if now-w.deferLook < deferLookEvery {
+		return 0
+	}
+	w.deferLook = now
+	return w.serveDeferred()
+}
+
+// resolveHandoff resolves the handoff slot at the end of a pass that
+// visited busy mailboxes and served served deferred ones: the rest of the
+// pass found nothing else to do, so afterVisit serves the handed-off
+// mailbox here unless an earlier mailbox has filled up again, which needs
+// a look only if this pass had other work before the handoff (see
+// handoff.go).
+func (w *worker) resolveHandoff(busy, served int) {
+	w.afterVisit(busy == 1 && served == 0)
+}
+
+// checkBacklog looks, after a busy pass, for a backlog: at least two owned
+// mailboxes waiting again. (Counting busy mailboxes during the pass would
+// not do: a chain of single messages hopping from one mailbox to the next,
+// which one worker serves best alone, looks busy too.) If others sleep, it
+// wakes one so it can steal (wakeThiefAt). pass calls it every 8th busy
+// pass: a backlog that lasts is seen soon enough, and a worker making many
+// short passes (a chain of single messages) does not scan its slots after
+// each one. It reports whether it tried to wake a thief.
+func (w *worker) checkBacklog() bool {
+	e := w.e
+	// sleepers pairs with park's Adds (S1 in park.go): a racy look, a
+	// sleeper missed here is found at a later busy pass.
+	if e.sleepers.Load() == 0 || !w.waiting(2) {
+		return false
+	}
+	return w.wakeThiefAt(time.Since(e.epoch))
+}
+
+// wakeThiefAt wakes a thief for the backlog checkBacklog found at now (the
+// time since the executor's epoch), at most once per steal age
+// (ageRule.thiefDue): a thief woken sooner could not take anything yet
+// (candidates must age), and each wake costs this busy worker a wake-up
+// and the sleeper a spin over our mailbox words. It reports whether it
+// tried to wake one.
+func (w *worker) wakeThiefAt(now time.Duration) bool {
+	if !w.e.ageRule().thiefDue(w.thiefWoken, now) {
+		return false
+	}
+	w.thiefWoken = now
+	w.wakeThief()
+	return true
 }
 
 // processGulped processes the n envelopes just gulped from mb: it makes mb

@@ -140,3 +140,37 @@ func TestCheckBacklog(t *testing.T) {
 	assert.True(t, w.checkBacklog(), "a backlog and a sleeper")
 	assert.Greater(t, w.thiefWoken, time.Duration(0), "the wake's time recorded")
 }
+
+// resolveHandoff, at the end of a pass: after a pass whose only work was
+// the visit before the handoff (busy 1, nothing deferred served), the
+// handed-off mailbox is served here without a look at the own mailboxes;
+// after more work, an own mailbox waiting again makes the worker wake the
+// handoff's owner instead.
+func TestResolveHandoff(t *testing.T) {
+	e := stoppedForPass(t, 0)
+	w, owner := e.workers[0], e.workers[1]
+	e.shutdown.Store(false) // as while running
+	defer e.shutdown.Store(true)
+	defer e.sleepers.Store(0)
+	defer owner.state.Store(workerExited)
+	mine, handed := e.slots[w.lo].Load(), e.slots[owner.lo].Load()
+	mine.word.Store(wordClosed | wordLenOne) // an own mailbox waiting again
+	// Being processed elsewhere: serving it here takes nothing (a missed
+	// gulp), and leaves its owner asleep.
+	handed.word.Store(wordClosed | wordLenOne | wordProcessing)
+	for _, c := range []struct {
+		busy, served int
+		wakes        bool
+	}{
+		{1, 0, false}, // idle: served here, no look at the own mailboxes
+		{2, 0, true},  // other work this pass: the own mailbox is seen
+		{1, 1, true},  // deferred ones served: likewise
+	} {
+		owner.state.Store(workerParked)
+		e.sleepers.Store(1)
+		w.handoff = handed
+		w.resolveHandoff(c.busy, c.served)
+		assert.Nil(t, w.handoff, "busy %d served %d: the slot resolved", c.busy, c.served)
+		assert.Equal(t, c.wakes, owner.state.Load() == workerWoken, "busy %d served %d: the owner woken", c.busy, c.served)
+	}
+}

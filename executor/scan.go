@@ -167,6 +167,9 @@ func (w *worker) wakeThiefAt(now time.Duration) bool {
 // the current mailbox, recorded as drained by this worker's batch (for the
 // local send path, see send), and calls processCurrent.
 func (w *worker) processGulped(mb *mailbox, n int) {
+	// drainer pairs with the local send path's load (send.go), which
+	// compares the batch's goroutine with its own: stored by the drainer
+	// only when it changes.
 	if mb.drainer.Load() != &w.batch {
 		mb.drainer.Store(&w.batch)
 	}
@@ -192,11 +195,13 @@ func (w *worker) processCurrent() {
 		if w.stats {
 			w.st.GulpSize.Observe(uint64(w.gulped))
 		}
+		// grown pairs with the watcher's Load and Swap (reclaimIdle,
+		// park.go), which gives the buffers back.
 		if w.buf.Cap() > e.cfg.QueueCapacity && !e.grown.Load() {
 			e.grown.Store(true) // give back when idle (see reclaimIdle)
 		}
 		w.buf.Reset(e.cfg.QueueCapacity)
-		regulp := w.regulps < e.cfg.Regulps && !e.shutdown.Load()
+		regulp := w.regulps < e.cfg.Regulps && !e.shutdown.Load() // shutdown: Stop's store
 		n, left, by := mb.release(&w.buf, regulp)
 		if n+left > 0 {
 			w.noteRefill(mb, n+left, by)
@@ -207,7 +212,8 @@ func (w *worker) processCurrent() {
 			// ours to re-take: if its owner (a thief took it) sleeps,
 			// wake it. This is the sender's half of the wake-up protocol
 			// (see park.go): the release's lock and unlocking store (P1)
-			// published them.
+			// published them. sleepers pairs with park's Add (S1), owner
+			// with the swap's hooks (stealHooks).
 			if left > 0 && e.sleepers.Load() != 0 {
 				if o := e.workers[mb.owner.Load()]; o != w {
 					o.wake()
@@ -274,6 +280,7 @@ const visitSeqTries = 4
 // not being processed.
 func (w *worker) waiting(n int) bool {
 	for i := w.lo; i < w.hi; i++ {
+		// Pairs with the swap's stores (stealing.TrySwapHooked).
 		if mb := w.e.slots[i].Load(); mb != nil && isCandidate(mb) {
 			if n--; n == 0 {
 				return true
@@ -290,6 +297,7 @@ func (w *worker) waiting(n int) bool {
 // once the holder has unlocked it (settled).
 func (w *worker) hasWork() bool {
 	for i := w.lo; i < w.hi; i++ {
+		// Pairs with the swap's stores (stealing.TrySwapHooked).
 		if mb := w.e.slots[i].Load(); mb != nil {
 			if word := mb.settled(); wordLen(word) > 0 && word&wordProcessing == 0 {
 				return true
@@ -305,7 +313,7 @@ func (w *worker) hasWork() bool {
 func (w *worker) nextLocal() *mailbox {
 	span := w.hi - w.lo
 	for k := 0; k < span; k++ {
-		mb := w.e.slots[w.lo+w.spawned%span].Load()
+		mb := w.e.slots[w.lo+w.spawned%span].Load() // pairs with the swap's stores (stealing.TrySwapHooked)
 		w.spawned++
 		if !mb.spare {
 			return mb

@@ -51,7 +51,9 @@ func (w *worker) wakeThief() {
 // stealHooks keeps mailbox owners exact across a swap: each mailbox's owner
 // is written while the mailbox is unreachable through the slots (see
 // stealing.Hooks), so a concurrent thief can never overwrite a newer owner
-// with an older one.
+// with an older one. The owner stores pair with the loads of those who
+// wake a mailbox's owner (P3 in park.go: notify, wakeOwner,
+// processCurrent), of slotOf, and of Stop.
 type stealHooks struct{ thief, victim *worker }
 
 func (h stealHooks) Giving(q *mailbox)   { q.owner.Store(int32(h.victim.id)); h.thief.given = q }
@@ -432,7 +434,9 @@ func (a ageRule) windowOver(from, now time.Duration) bool { return now-from >= a
 func (a ageRule) thiefDue(last, now time.Duration) bool { return now-last >= a.age }
 
 // isCandidate reports whether mb is worth stealing: non-empty and not being
-// processed (a racy test; the swap itself is what must be correct).
+// processed (a racy test; the swap itself is what must be correct). The
+// load pairs with the unlocking stores of pushers, gulpers and releasers
+// (mailbox.unlock).
 func isCandidate(mb *mailbox) bool { return isCandidateWord(mb.word.Load()) }
 
 func isCandidateWord(word uint64) bool {
@@ -442,12 +446,12 @@ func isCandidateWord(word uint64) bool {
 // slotOf returns the slot index holding mb if it is in another worker's
 // range (the owner field says whose), or -1.
 func (e *Executor) slotOf(mb *mailbox, thief *worker) int {
-	o := e.workers[mb.owner.Load()]
+	o := e.workers[mb.owner.Load()] // pairs with stealHooks' stores
 	if o == thief {
 		return -1
 	}
 	for i := o.lo; i < o.hi; i++ {
-		if e.slots[i].Load() == mb {
+		if e.slots[i].Load() == mb { // pairs with the swap's stores (stealing.TrySwapHooked)
 			return i
 		}
 	}
@@ -466,7 +470,7 @@ func (w *worker) giveSlot(victimStuck bool) int {
 	fallback := w.lo + start
 	for k := 0; k < span; k++ {
 		i := w.lo + (start+k)%span
-		mb := w.e.slots[i].Load()
+		mb := w.e.slots[i].Load() // pairs with the swap's stores (stealing.TrySwapHooked)
 		if mb == nil {
 			continue
 		}
@@ -495,6 +499,8 @@ func (w *worker) trySteal(i int, victimStuck bool) bool {
 		w.st.EmptySteals++
 	} else {
 		w.st.StealSize.Observe(uint64(n))
+		// watchReset pairs with the watcher's Swap (park.go), which
+		// restarts its backoff after a steal.
 		if e.watchKick != nil && !e.watchReset.Load() {
 			e.watchReset.Store(true)
 		}
@@ -503,6 +509,7 @@ func (w *worker) trySteal(i int, victimStuck bool) bool {
 	// sleeps, wake it (the sender's half of the protocol in park.go; the
 	// swap published the mailbox). Settled: a push whose lock is held now
 	// may have read the owner before the swap (see park.go, P1).
+	// sleepers pairs with park's Add (S1).
 	if wordLen(w.given.settled()) > 0 && e.sleepers.Load() != 0 {
 		vw.wake()
 	}

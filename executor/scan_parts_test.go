@@ -13,6 +13,8 @@ import (
 // The parts of worker.pass, each alone, on a stopped executor's workers and
 // mailboxes (closed: nothing pushes or gulps), with the clock passed in
 // where a part reads one. A mailbox's state is set by storing its word.
+// (The unlocked tests that choose a slot stay in pass's loop, see there;
+// mailbox.gulp has its own tests.)
 
 // stoppedForPass starts and stops an executor of two workers with four
 // queues (two each) and returns it.
@@ -22,37 +24,6 @@ func stoppedForPass(t *testing.T, age time.Duration) *Executor {
 	require.NoError(t, err)
 	require.NoError(t, e.Stop(context.Background()))
 	return e
-}
-
-// waitingAt chooses a slot whose mailbox holds envelopes and is not being
-// processed; a mailbox being processed elsewhere is a missed gulp.
-func TestWaitingAtChoosesSlot(t *testing.T) {
-	e := stoppedForPass(t, 0)
-	w := e.workers[0]
-	i := w.lo
-	mb := e.slots[i].Load()
-	missed := w.st.MissedGulps
-
-	mb.word.Store(wordClosed)
-	assert.Nil(t, w.waitingAt(i), "empty")
-	mb.word.Store(wordClosed | 2*wordLenOne)
-	assert.Same(t, mb, w.waitingAt(i), "two envelopes waiting")
-	assert.Equal(t, missed, w.st.MissedGulps)
-	mb.word.Store(wordClosed | 2*wordLenOne | wordProcessing)
-	assert.Nil(t, w.waitingAt(i), "being processed elsewhere")
-	assert.Equal(t, missed+1, w.st.MissedGulps, "a missed gulp counted")
-	mb.word.Store(wordClosed | wordProcessing)
-	assert.Nil(t, w.waitingAt(i), "being processed, nothing queued")
-	assert.Equal(t, missed+1, w.st.MissedGulps, "an empty mailbox is no missed gulp")
-
-	w.stats = false
-	mb.word.Store(wordClosed | wordLenOne | wordProcessing)
-	assert.Nil(t, w.waitingAt(i))
-	assert.Equal(t, missed+1, w.st.MissedGulps, "not counted without statistics")
-
-	slot := e.slots[i].Swap(nil) // as during this worker's own swap
-	assert.Nil(t, w.waitingAt(i), "a nil slot")
-	e.slots[i].Store(slot)
 }
 
 // lookDeferred, on a fake clock, serves the deferred wake-ups at most

@@ -4,9 +4,14 @@ import "time"
 
 // pass visits each owned slot once, gulping and processing every non-empty
 // mailbox that is not being processed elsewhere. It reports whether it found
-// work.
+// work. Its parts, each with one job: for each slot, the unlocked tests
+// (choosing it), mailbox.gulp, processGulped (the visit) and,
+// between visits, lookDeferred; after the slots, resolveHandoff, a batch
+// wait (waitForBatch) and checkBacklog. What glues them stays here, so
+// that the loop inlines what it did as one function.
 func (w *worker) pass() bool {
 	e := w.e
+	// Pairs with Stats' Add (stats.go), which asks for a publication.
 	if ep := e.statsEpoch.Load(); ep != w.seenEpoch {
 		w.publish(ep) // between batches: the counters are consistent
 	}
@@ -14,29 +19,33 @@ func (w *worker) pass() bool {
 	w.next, w.follows = nil, 0 // a new pass: the chain is followed afresh (see afterVisit)
 	busy := 0
 	for i := w.lo; i < w.hi; i++ {
-		mb := e.slots[i].Load() // nil only while this worker swaps it, never here
+		// Choosing the slot: the unlocked tests. (They stay in the loop:
+		// as a helper, even an inlined one, they cost 3 to 5 more
+		// instructions per empty slot, where the compiler does not thread
+		// the helper's result into the loop's branch.)
+		// Pairs with the swap's stores (stealing.TrySwapHooked): nil only
+		// while this worker swaps the slot, never here.
+		mb := e.slots[i].Load()
 		if mb == nil {
 			continue
 		}
-		word := mb.word.Load() // the unlocked emptiness test
+		// Pairs with the unlocking stores of pushers, gulpers and
+		// releasers (mailbox.unlock).
+		word := mb.word.Load()
 		if wordLen(word) == 0 {
 			continue
 		}
 		if word&wordProcessing != 0 {
-			if w.stats {
-				w.st.MissedGulps++
-			}
+			w.missedGulp() // being processed elsewhere
 			continue
 		}
 		n, missed := mb.gulp(&w.buf)
 		if missed {
-			if w.stats {
-				w.st.MissedGulps++
-			}
+			w.missedGulp()
 			continue
 		}
 		if n == 0 {
-			continue
+			continue // emptied since the unlocked test
 		}
 		// Work of our own besides a handed-off mailbox: its owner is
 		// worth waking, so that both run (see handoff.go).
@@ -48,32 +57,25 @@ func (w *worker) pass() bool {
 			w.stopSpinning() // found work: no longer spinning (and the watcher may see it stuck)
 		}
 		w.processGulped(mb, n)
+		// Pairs with Stop's store (Executor.shutdown): a forced stop ends
+		// the pass after the visit under way.
 		if e.shutdown.Load() {
 			w.flushHandoff()
 			return true
 		}
+		// Pairs with deferWake's and takeDeferred's Adds (defer.go): the
+		// clock is read only while wake-ups are deferred.
 		if e.deferred.Load() != 0 {
-			// Wake-ups left to the awake workers, looked at during a
-			// pass too, at most every deferLookEvery: a pass whose
-			// behaviours take long would leave them waiting (see
-			// defer.go).
-			if now := time.Since(e.epoch); now-w.deferLook >= deferLookEvery {
-				w.deferLook = now
-				busy += w.serveDeferred()
-			}
+			busy += w.lookDeferred(time.Since(e.epoch))
 		}
 	}
 	served := 0
+	// Pairs with deferWake's and takeDeferred's Adds (defer.go).
 	if e.deferred.Load() != 0 {
-		// Wake-ups left to the awake workers (see defer.go).
-		served = w.serveDeferred()
+		served = w.serveDeferred() // wake-ups left to the awake workers (see defer.go)
 	}
 	if w.handoff != nil {
-		// The rest of the pass found nothing else to do: serve the
-		// handed-off mailbox here unless an earlier mailbox has filled up
-		// again, which needs a look only if this pass had other work
-		// before the handoff (see handoff.go).
-		w.afterVisit(busy == 1 && served == 0)
+		w.resolveHandoff(busy, served)
 	}
 	busy += served
 	if mb := w.batchFrom; mb != nil {
@@ -82,33 +84,84 @@ func (w *worker) pass() bool {
 		w.batchFrom = nil
 		w.waitForBatch(mb)
 	}
-	// A backlog: after a pass, at least two owned mailboxes are waiting
-	// again. (Counting busy mailboxes during the pass would not do: a chain
-	// of single messages hopping from one mailbox to the next, which one
-	// worker serves best alone, looks busy too.) If others sleep, wake one
-	// so it can steal (see wakeThief).
-	// Checked every 8th busy pass: a backlog that lasts is seen soon enough,
-	// and a worker making many short passes (a chain of single messages)
-	// does not scan its slots after each one.
+	// The backlog check, every 8th busy pass (see checkBacklog).
 	if busy > 0 && e.sel != nil {
-		w.busyPasses++
-	}
-	if busy > 0 && e.sel != nil && w.busyPasses&7 == 0 && e.sleepers.Load() != 0 && w.waiting(2) {
-		// At most once per steal age: a thief woken sooner could not take
-		// anything yet (candidates must age), and each wake costs this busy
-		// worker a wake-up and the sleeper a spin over our mailbox words.
-		if now := time.Since(e.epoch); now-w.thiefWoken >= e.cfg.StealAge {
-			w.thiefWoken = now
-			w.wakeThief()
+		if w.busyPasses++; w.busyPasses&7 == 0 {
+			w.checkBacklog()
 		}
 	}
 	return busy > 0
+}
+
+// missedGulp counts a gulp that found its mailbox being processed elsewhere.
+func (w *worker) missedGulp() {
+	if w.stats {
+		w.st.MissedGulps++
+	}
+}
+
+// lookDeferred serves the wake-ups left to the awake workers (see
+// defer.go) during a pass, at most every deferLookEvery: a pass whose
+// behaviours take long would leave them waiting. now is the time since the
+// executor's epoch. It returns the number of mailboxes served.
+func (w *worker) lookDeferred(now time.Duration) int {
+	if now-w.deferLook < deferLookEvery {
+		return 0
+	}
+	w.deferLook = now
+	return w.serveDeferred()
+}
+
+// resolveHandoff resolves the handoff slot at the end of a pass that
+// visited busy mailboxes and served served deferred ones: the rest of the
+// pass found nothing else to do, so afterVisit serves the handed-off
+// mailbox here unless an earlier mailbox has filled up again, which needs
+// a look only if this pass had other work before the handoff (see
+// handoff.go).
+func (w *worker) resolveHandoff(busy, served int) {
+	w.afterVisit(busy == 1 && served == 0)
+}
+
+// checkBacklog looks, after a busy pass, for a backlog: at least two owned
+// mailboxes waiting again. (Counting busy mailboxes during the pass would
+// not do: a chain of single messages hopping from one mailbox to the next,
+// which one worker serves best alone, looks busy too.) If others sleep, it
+// wakes one so it can steal (wakeThiefAt). pass calls it every 8th busy
+// pass: a backlog that lasts is seen soon enough, and a worker making many
+// short passes (a chain of single messages) does not scan its slots after
+// each one. It reports whether it tried to wake a thief.
+func (w *worker) checkBacklog() bool {
+	e := w.e
+	// sleepers pairs with park's Adds (S1 in park.go): a racy look, a
+	// sleeper missed here is found at a later busy pass.
+	if e.sleepers.Load() == 0 || !w.waiting(2) {
+		return false
+	}
+	return w.wakeThiefAt(time.Since(e.epoch))
+}
+
+// wakeThiefAt wakes a thief for the backlog checkBacklog found at now (the
+// time since the executor's epoch), at most once per steal age
+// (ageRule.thiefDue): a thief woken sooner could not take anything yet
+// (candidates must age), and each wake costs this busy worker a wake-up
+// and the sleeper a spin over our mailbox words. It reports whether it
+// tried to wake one.
+func (w *worker) wakeThiefAt(now time.Duration) bool {
+	if !w.e.ageRule().thiefDue(w.thiefWoken, now) {
+		return false
+	}
+	w.thiefWoken = now
+	w.wakeThief()
+	return true
 }
 
 // processGulped processes the n envelopes just gulped from mb: it makes mb
 // the current mailbox, recorded as drained by this worker's batch (for the
 // local send path, see send), and calls processCurrent.
 func (w *worker) processGulped(mb *mailbox, n int) {
+	// drainer pairs with the local send path's load (send.go), which
+	// compares the batch's goroutine with its own: stored by the drainer
+	// only when it changes.
 	if mb.drainer.Load() != &w.batch {
 		mb.drainer.Store(&w.batch)
 	}
@@ -134,11 +187,13 @@ func (w *worker) processCurrent() {
 		if w.stats {
 			w.st.GulpSize.Observe(uint64(w.gulped))
 		}
+		// grown pairs with the watcher's Load and Swap (reclaimIdle,
+		// park.go), which gives the buffers back.
 		if w.buf.Cap() > e.cfg.QueueCapacity && !e.grown.Load() {
 			e.grown.Store(true) // give back when idle (see reclaimIdle)
 		}
 		w.buf.Reset(e.cfg.QueueCapacity)
-		regulp := w.regulps < e.cfg.Regulps && !e.shutdown.Load()
+		regulp := w.regulps < e.cfg.Regulps && !e.shutdown.Load() // shutdown: Stop's store
 		n, left, by := mb.release(&w.buf, regulp)
 		if n+left > 0 {
 			w.noteRefill(mb, n+left, by)
@@ -149,7 +204,8 @@ func (w *worker) processCurrent() {
 			// ours to re-take: if its owner (a thief took it) sleeps,
 			// wake it. This is the sender's half of the wake-up protocol
 			// (see park.go): the release's lock and unlocking store (P1)
-			// published them.
+			// published them. sleepers pairs with park's Add (S1), owner
+			// with the swap's hooks (stealHooks).
 			if left > 0 && e.sleepers.Load() != 0 {
 				if o := e.workers[mb.owner.Load()]; o != w {
 					o.wake()
@@ -216,6 +272,7 @@ const visitSeqTries = 4
 // not being processed.
 func (w *worker) waiting(n int) bool {
 	for i := w.lo; i < w.hi; i++ {
+		// Pairs with the swap's stores (stealing.TrySwapHooked).
 		if mb := w.e.slots[i].Load(); mb != nil && isCandidate(mb) {
 			if n--; n == 0 {
 				return true
@@ -232,6 +289,7 @@ func (w *worker) waiting(n int) bool {
 // once the holder has unlocked it (settled).
 func (w *worker) hasWork() bool {
 	for i := w.lo; i < w.hi; i++ {
+		// Pairs with the swap's stores (stealing.TrySwapHooked).
 		if mb := w.e.slots[i].Load(); mb != nil {
 			if word := mb.settled(); wordLen(word) > 0 && word&wordProcessing == 0 {
 				return true
@@ -247,7 +305,7 @@ func (w *worker) hasWork() bool {
 func (w *worker) nextLocal() *mailbox {
 	span := w.hi - w.lo
 	for k := 0; k < span; k++ {
-		mb := w.e.slots[w.lo+w.spawned%span].Load()
+		mb := w.e.slots[w.lo+w.spawned%span].Load() // pairs with the swap's stores (stealing.TrySwapHooked)
 		w.spawned++
 		if !mb.spare {
 			return mb

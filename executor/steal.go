@@ -51,7 +51,9 @@ func (w *worker) wakeThief() {
 // stealHooks keeps mailbox owners exact across a swap: each mailbox's owner
 // is written while the mailbox is unreachable through the slots (see
 // stealing.Hooks), so a concurrent thief can never overwrite a newer owner
-// with an older one.
+// with an older one. The owner stores pair with the loads of those who
+// wake a mailbox's owner (P3 in park.go: notify, wakeOwner,
+// processCurrent), of slotOf, and of Stop.
 type stealHooks struct{ thief, victim *worker }
 
 func (h stealHooks) Giving(q *mailbox)   { q.owner.Store(int32(h.victim.id)); h.thief.given = q }
@@ -69,13 +71,16 @@ func (h stealHooks) Taking(q *mailbox)   { q.owner.Store(int32(h.thief.id)); h.t
 // mailbox's processing bit would be seen only in vw's own slots.
 func (w *worker) victimStuck(vw *worker, now time.Duration) bool {
 	v := w.watch
+	// batchSeq pairs with the victim's stores (noteVisit, park); state
+	// and spinningNow with its own stores as it parks, wakes and spins
+	// (park.go). Racy looks: a policy, not a correctness matter.
 	if v.w != vw || uint32(vw.batchSeq.Load()) != v.seq {
 		return false // another victim, or a visit (or a park) since
 	}
 	if vw.state.Load() != workerRunning || vw.spinningNow.Load() {
 		return false // asleep, or idle
 	}
-	return now-v.since >= w.e.cfg.StealAge
+	return w.e.ageRule().stuck(v.since, now)
 }
 
 // spareRecent is how recently a stuck victim's previous stuck episode must
@@ -102,7 +107,7 @@ func (w *worker) givesSpare(vw *worker, now time.Duration) bool {
 	if vw == w.spareTo && w.watch.seq == w.spareSeq {
 		return w.spareAll // the same episode
 	}
-	w.spareAll = vw == w.spareTo && now-w.spareAt < spareRecent*w.e.cfg.StealAge
+	w.spareAll = vw == w.spareTo && w.e.ageRule().recentEpisode(w.spareAt, now)
 	w.spareTo, w.spareSeq, w.spareAt = vw, w.watch.seq, now
 	return true
 }
@@ -133,13 +138,17 @@ const beatEvery = 32
 func (w *worker) victimStalled(now time.Duration) bool {
 	v := w.watch
 	vw := v.w
+	// batchSeq pairs with the victim's stores (noteVisit, park), beat
+	// with its stores every beatEvery deliveries (deliver.go), state with
+	// its own stores as it parks and wakes (park.go). Racy looks: a
+	// policy, not a correctness matter.
 	if vw == nil || uint32(vw.batchSeq.Load()) != v.seq || vw.beat.Load() != v.beat {
 		return false // a visit, a sleep or deliveries since
 	}
 	if vw.state.Load() != workerRunning {
 		return false
 	}
-	return now-v.quiet >= w.e.cfg.StealAge/stallDiv
+	return w.e.ageRule().stalled(v.quiet, now)
 }
 
 // stallServes is how many of a stalled victim's candidates a thief serves
@@ -164,7 +173,7 @@ const stallServes = 8
 // within StealAge, it takes the next ones. Called by the thief's goroutine
 // only.
 func (w *worker) servesInPlace(now time.Duration) bool {
-	if now-w.stallFrom >= w.e.cfg.StealAge {
+	if w.e.ageRule().windowOver(w.stallFrom, now) {
 		w.stallFrom, w.stallTakes = now, 0
 	}
 	w.stallTakes++
@@ -212,89 +221,40 @@ type candidate struct {
 // stalled victim (awake, but serving nothing: victimStalled) they are taken
 // once they have waited StealAge/stallDiv.
 // Watching candidates costs the victim only those loads.
+//
+// steal tells the victim heuristic that this worker looks for work and
+// reads the clock; stealAt, given the time, does the rest.
 func (w *worker) steal() bool {
-	e := w.e
-	e.sel.Attempt(w.id) // this worker is looking for work: not a good victim
-	now := time.Since(e.epoch)
-	ready, early := -1, false
-	age := e.cfg.StealAge
-	if len(w.cands) > 0 && !testHookNoStall && w.victimStalled(now) {
-		age /= stallDiv
-	}
-	keep := w.cands[:0]
-	for _, c := range w.cands {
-		word := c.mb.word.Load()
-		if !isCandidateWord(word) || word&wordSeqMask != c.word&wordSeqMask {
-			continue // served (or emptied) since we saw it
-		}
-		if ready < 0 && now-c.since >= age {
-			// Taken early only from the stalled victim's slots (it may
-			// have been stolen meanwhile by a third worker).
-			aged := now-c.since >= e.cfg.StealAge
-			if i := e.slotOf(c.mb, w); i >= 0 && (aged || e.slotWorker[i] == w.watch.w) {
-				ready, early = i, !aged
-				continue // tried now: not kept
-			}
-		}
-		keep = append(keep, c)
-	}
-	clear(w.cands[len(keep):]) // drop references to mailboxes no longer watched
-	w.cands = keep
+	w.e.sel.Attempt(w.id) // this worker is looking for work: not a good victim
+	return w.stealAt(time.Since(w.e.epoch))
+}
+
+// stealAt makes the steal attempt of steal at now, the time since the
+// executor's epoch, in parts: ripeCandidate (the remembered candidates,
+// aged by ageRule) and takeRipe (the one ripe), or else chooseVictim,
+// watchVictim and scanVictim (new candidates), and trySteal (the swap).
+func (w *worker) stealAt(now time.Duration) bool {
+	stalled := len(w.cands) > 0 && !testHookNoStall && w.victimStalled(now)
+	ready, early := w.ripeCandidate(now, stalled)
 	// Candidates still waiting: another worker has a backlog (see
 	// spinForBacklog); set again below after a fresh scan.
 	w.backlogSeen = ready >= 0 || len(w.cands) > 0
 	if ready >= 0 {
-		w.st.StealAttempts++
-		if early && w.servesInPlace(now) {
-			// Served where it is (see servesInPlace).
-			if mb := e.slots[ready].Load(); mb != nil && w.visit(mb) {
-				w.st.StalledSteals++
-				return true
-			}
-			return false
-		}
-		// A stalled victim is given a spare only once it counts as stuck:
-		// most stalls are short (its thread preempted for a moment), and
-		// a spare given for each would leave it with fewer queues with
-		// actors than before, unbalancing a busy system.
-		vw := e.slotWorker[ready]
-		took := w.trySteal(ready, w.victimStuck(vw, now) && w.givesSpare(vw, now))
-		if took && early {
-			w.st.StalledSteals++
-		}
-		return took
+		return w.takeRipe(ready, early, now)
 	}
 	if len(w.cands) > 0 {
 		return false // still waiting for them to age
 	}
 	w.st.StealAttempts++
-	v := e.sel.Victim(w.id, w.rng)
-	if v < 0 {
+	vw := w.chooseVictim()
+	if vw == nil {
 		w.backlogSeen = false
 		w.st.StealNoCandidate++
 		return false
 	}
-	vw := e.workers[v]
-	if s, b := vw.visitSeq(), vw.beat.Load(); w.watch.w != vw || w.watch.seq != s {
-		w.watch = victimWatch{w: vw, seq: s, beat: b, since: now, quiet: now} // a new visit to watch
-	} else if w.watch.beat != b {
-		w.watch.beat, w.watch.quiet = b, now // the same visit, delivering
-	}
-	span := vw.hi - vw.lo
-	start := w.rng.IntN(span)
-	for k := 0; k < span; k++ {
-		i := vw.lo + (start+k)%span
-		mb := e.slots[i].Load()
-		if mb == nil {
-			continue // another thief is mid-swap on this slot
-		}
-		word := mb.word.Load()
-		if isCandidateWord(word) {
-			if e.cfg.StealAge < 0 {
-				return w.trySteal(i, false)
-			}
-			w.cands = append(w.cands, candidate{mb: mb, word: word, since: now})
-		}
+	w.watchVictim(vw, now)
+	if i := w.scanVictim(vw, now); i >= 0 {
+		return w.trySteal(i, false) // steal on first sight (StealAge < 0)
 	}
 	if len(w.cands) == 0 {
 		w.st.StealNoCandidate++
@@ -303,8 +263,180 @@ func (w *worker) steal() bool {
 	return false
 }
 
+// ripeCandidate checks the remembered candidates at now: it forgets those
+// served (or emptied) since they were seen, and returns the victim slot
+// holding the first that is ripe (ageRule.candidate; stalled says whether
+// the watched victim is stalled, see victimStalled), forgotten too as it is
+// tried now, and whether it ripened early (at a stalled victim, before
+// StealAge); -1 if none. A candidate ripe only early is taken only from the
+// watched victim's slots (it may have been stolen meanwhile by a third
+// worker), and is kept otherwise.
+func (w *worker) ripeCandidate(now time.Duration, stalled bool) (slot int, early bool) {
+	e, rule := w.e, w.e.ageRule()
+	slot = -1
+	keep := w.cands[:0]
+	for _, c := range w.cands {
+		// Pairs with the unlocking stores of pushers, gulpers and
+		// releasers (mailbox.unlock): a racy look, the swap decides.
+		word := c.mb.word.Load()
+		if !isCandidateWord(word) || word&wordSeqMask != c.word&wordSeqMask {
+			continue // served (or emptied) since we saw it
+		}
+		if slot < 0 {
+			if r := rule.candidate(c.since, now, stalled); r != unripe {
+				if i := e.slotOf(c.mb, w); i >= 0 && (r == ripe || e.slotWorker[i] == w.watch.w) {
+					slot, early = i, r == ripeEarly
+					continue // tried now: not kept
+				}
+			}
+		}
+		keep = append(keep, c)
+	}
+	clear(w.cands[len(keep):]) // drop references to mailboxes no longer watched
+	w.cands = keep
+	return slot, early
+}
+
+// takeRipe acts on the ripe candidate in victim slot i (ripeCandidate;
+// early: it ripened at a stalled victim): it serves it where it is if
+// servesInPlace says so, or else swaps it into this worker's slots,
+// giving a stuck victim a spare (victimStuck, givesSpare). It reports
+// whether it served or took a non-empty mailbox.
+func (w *worker) takeRipe(i int, early bool, now time.Duration) bool {
+	e := w.e
+	w.st.StealAttempts++
+	if early && w.servesInPlace(now) {
+		// Served where it is (see servesInPlace). Pairs with the swap's
+		// stores (stealing.TrySwapHooked): nil while a thief swaps it.
+		if mb := e.slots[i].Load(); mb != nil && w.visit(mb) {
+			w.st.StalledSteals++
+			return true
+		}
+		return false
+	}
+	// A stalled victim is given a spare only once it counts as stuck:
+	// most stalls are short (its thread preempted for a moment), and
+	// a spare given for each would leave it with fewer queues with
+	// actors than before, unbalancing a busy system.
+	vw := e.slotWorker[i]
+	took := w.trySteal(i, w.victimStuck(vw, now) && w.givesSpare(vw, now))
+	if took && early {
+		w.st.StalledSteals++
+	}
+	return took
+}
+
+// chooseVictim returns the victim the heuristic (Config.Steal) picks for
+// this worker, or nil if it picks none.
+func (w *worker) chooseVictim() *worker {
+	v := w.e.sel.Victim(w.id, w.rng)
+	if v < 0 {
+		return nil
+	}
+	return w.e.workers[v]
+}
+
+// watchVictim records at now the visit counter and beat of the victim vw
+// about to be scanned (w.watch, read by victimStuck and victimStalled): a
+// new visit, or another victim, starts a new watch; the same visit
+// delivering since the last look restarts the quiet time only.
+func (w *worker) watchVictim(vw *worker, now time.Duration) {
+	// visitSeq's loads pair with the victim's stores (noteVisit); beat
+	// with its stores every beatEvery deliveries (deliver.go).
+	if s, b := vw.visitSeq(), vw.beat.Load(); w.watch.w != vw || w.watch.seq != s {
+		w.watch = victimWatch{w: vw, seq: s, beat: b, since: now, quiet: now} // a new visit to watch
+	} else if w.watch.beat != b {
+		w.watch.beat, w.watch.quiet = b, now // the same visit, delivering
+	}
+}
+
+// scanVictim scans vw's slots from a random start and remembers every
+// candidate (non-empty, not being processed) as seen at now. With a
+// negative StealAge (steal on first sight) it remembers none and returns
+// the slot of the first instead; otherwise it returns -1.
+func (w *worker) scanVictim(vw *worker, now time.Duration) int {
+	e := w.e
+	span := vw.hi - vw.lo
+	start := w.rng.IntN(span)
+	for k := 0; k < span; k++ {
+		i := vw.lo + (start+k)%span
+		// Pairs with the swap's stores (stealing.TrySwapHooked).
+		mb := e.slots[i].Load()
+		if mb == nil {
+			continue // another thief is mid-swap on this slot
+		}
+		// Pairs with the unlocking stores of pushers, gulpers and
+		// releasers (mailbox.unlock): a racy look, the swap decides.
+		word := mb.word.Load()
+		if isCandidateWord(word) {
+			if e.cfg.StealAge < 0 {
+				return i
+			}
+			w.cands = append(w.cands, candidate{mb: mb, word: word, since: now})
+		}
+	}
+	return -1
+}
+
+// ripeness is how far a remembered candidate has aged (ageRule.candidate).
+type ripeness uint8
+
+const (
+	unripe    ripeness = iota // waited too little to be taken
+	ripeEarly                 // waited StealAge/stallDiv at a stalled victim, not StealAge
+	ripe                      // waited StealAge
+)
+
+// ageRule is the stealing policy's clock: how long a candidate, a stuck or
+// stalled victim, or a window of the policy must have lasted. Its methods
+// are pure functions of the times they are given (durations since the
+// executor's epoch) and of age, Config.StealAge (resolved: negative means
+// steal on first sight): they read no clock and no shared state, so a test
+// drives them with a fake clock.
+type ageRule struct{ age time.Duration }
+
+// ageRule returns the executor's ageing rule.
+func (e *Executor) ageRule() ageRule { return ageRule{e.cfg.StealAge} }
+
+// candidate says how far a candidate first seen at since has aged at now:
+// ripe after the steal age, ripeEarly after a stallDiv'th of it if its
+// victim is stalled, unripe before.
+func (a ageRule) candidate(since, now time.Duration, stalled bool) ripeness {
+	waited := now - since
+	switch {
+	case waited >= a.age:
+		return ripe
+	case stalled && waited >= a.age/stallDiv:
+		return ripeEarly
+	}
+	return unripe
+}
+
+// stuck reports whether a victim inside the visit it was first seen in at
+// since is stuck at now: it has been in it for the steal age (victimStuck).
+func (a ageRule) stuck(since, now time.Duration) bool { return now-since >= a.age }
+
+// stalled reports whether a victim quiet (no visit, no sleep, no beat)
+// since quiet is stalled at now: quiet for a stallDiv'th of the steal age
+// (victimStalled).
+func (a ageRule) stalled(quiet, now time.Duration) bool { return now-quiet >= a.age/stallDiv }
+
+// recentEpisode reports whether a stuck episode that began at prev is
+// recent at now: less than spareRecent steal ages ago (givesSpare).
+func (a ageRule) recentEpisode(prev, now time.Duration) bool { return now-prev < spareRecent*a.age }
+
+// windowOver reports whether the window of servesInPlace that began at
+// from is over at now: it lasts one steal age.
+func (a ageRule) windowOver(from, now time.Duration) bool { return now-from >= a.age }
+
+// thiefDue reports whether a busy worker that last woke a thief at last
+// may wake another at now: at most once per steal age (wakeThiefAt).
+func (a ageRule) thiefDue(last, now time.Duration) bool { return now-last >= a.age }
+
 // isCandidate reports whether mb is worth stealing: non-empty and not being
-// processed (a racy test; the swap itself is what must be correct).
+// processed (a racy test; the swap itself is what must be correct). The
+// load pairs with the unlocking stores of pushers, gulpers and releasers
+// (mailbox.unlock).
 func isCandidate(mb *mailbox) bool { return isCandidateWord(mb.word.Load()) }
 
 func isCandidateWord(word uint64) bool {
@@ -314,12 +446,12 @@ func isCandidateWord(word uint64) bool {
 // slotOf returns the slot index holding mb if it is in another worker's
 // range (the owner field says whose), or -1.
 func (e *Executor) slotOf(mb *mailbox, thief *worker) int {
-	o := e.workers[mb.owner.Load()]
+	o := e.workers[mb.owner.Load()] // pairs with stealHooks' stores
 	if o == thief {
 		return -1
 	}
 	for i := o.lo; i < o.hi; i++ {
-		if e.slots[i].Load() == mb {
+		if e.slots[i].Load() == mb { // pairs with the swap's stores (stealing.TrySwapHooked)
 			return i
 		}
 	}
@@ -338,7 +470,7 @@ func (w *worker) giveSlot(victimStuck bool) int {
 	fallback := w.lo + start
 	for k := 0; k < span; k++ {
 		i := w.lo + (start+k)%span
-		mb := w.e.slots[i].Load()
+		mb := w.e.slots[i].Load() // pairs with the swap's stores (stealing.TrySwapHooked)
 		if mb == nil {
 			continue
 		}
@@ -367,6 +499,8 @@ func (w *worker) trySteal(i int, victimStuck bool) bool {
 		w.st.EmptySteals++
 	} else {
 		w.st.StealSize.Observe(uint64(n))
+		// watchReset pairs with the watcher's Swap (park.go), which
+		// restarts its backoff after a steal.
 		if e.watchKick != nil && !e.watchReset.Load() {
 			e.watchReset.Store(true)
 		}
@@ -375,6 +509,7 @@ func (w *worker) trySteal(i int, victimStuck bool) bool {
 	// sleeps, wake it (the sender's half of the protocol in park.go; the
 	// swap published the mailbox). Settled: a push whose lock is held now
 	// may have read the owner before the swap (see park.go, P1).
+	// sleepers pairs with park's Add (S1).
 	if wordLen(w.given.settled()) > 0 && e.sleepers.Load() != 0 {
 		vw.wake()
 	}

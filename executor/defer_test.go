@@ -429,12 +429,12 @@ func TestDeferredHelperStuckIsSeenByTheWatcher(t *testing.T) {
 		<-release
 		return Finished
 	}}
-	kick.spawn(t, e)    // ticket 0: mailbox 0, worker 0
-	filler.spawn(t, e)  // ticket 1: mailbox 1, worker 0
-	blocker.spawn(t, e) // ticket 2: mailbox 2, worker 1
-	other.spawn(t, e)   // ticket 3: mailbox 3, worker 1
+	kick.spawn(t, e)                                                                                           // ticket 0: mailbox 0, worker 0
+	filler.spawn(t, e)                                                                                         // ticket 1: mailbox 1, worker 0
+	blocker.spawn(t, e)                                                                                        // ticket 2: mailbox 2, worker 1
+	other.spawn(t, e)                                                                                          // ticket 3: mailbox 3, worker 1
 	require.Eventually(t, func() bool { return e.sleepers.Load() == 2 }, 60*time.Second, 100*time.Microsecond) // long: both must be parked at one poll, which a loaded machine makes rare
-	kick.send(t, &probeMsg{}) // worker 0 wakes, runs it, and spins
+	kick.send(t, &probeMsg{})                                                                                  // worker 0 wakes, runs it, and spins
 	require.Eventually(t, func() bool { return got.Load() == 1 }, 5*time.Second, 100*time.Microsecond)
 	blocker.send(t, &probeMsg{}) // deferred to the spinning worker 0, which gets stuck in it
 	<-blocked

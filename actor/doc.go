@@ -93,6 +93,19 @@
 // actortest runs actors deterministically in unit tests, with probes that
 // assert on what they receive.
 //
+// # Entities
+//
+// An entity is an actor per key (an account, a session, a device) made on
+// first use and found by its name. NewEntities gives a set of them, of one
+// actor type, with a factory and spawn options; Entities.Get returns the
+// live actor of a name or spawns it, atomically: concurrent Gets of a name
+// get one actor, and a name has at most one live incarnation at any time.
+// EntityPort is Get and Bind: every behaviour of an entity is reachable
+// from its name. An entity ends as any actor does; its name is free again
+// once its end is over (its Stopped hook has returned), and a Get that
+// finds it ending waits for that, bounded by its context, then spawns the
+// next incarnation.
+//
 // # Blocking work
 //
 // A behaviour runs on a worker, that is an OS thread. A behaviour that

@@ -81,8 +81,12 @@
 // behaviours use AskAsync, whose reply (or error, or timeout) arrives later
 // as a *Reply[R] message, so that no worker ever blocks waiting for another
 // actor. Ask from a behaviour returns ErrAskInBehaviour at once. A
-// request that its actor terminates on without replying, or that is never
-// delivered, ends with an error (ErrTerminated, ErrStopped, ErrMailboxFull);
+// behaviour may answer with an error instead of an R (Request.Fail): the
+// asker gets that error as it is. A request whose behaviour panicked ends
+// with the *PanicError (ErrPanic); one that its actor terminates on without
+// replying, or that is never delivered, with ErrTerminated, ErrStopped or
+// ErrMailboxFull (Ask lists what each means to a service: busy, gone,
+// timeout, failed);
 // a behaviour may also keep a request and reply from a later behaviour, and
 // then only that reply, or the asker's deadline, ends it.
 //
@@ -148,8 +152,8 @@
 // WithResume (drop the failing message, keep the state) or WithEscalate
 // (suspend the actor and send a *Failure to a supervisor port, which
 // decides with Failure.Resume, Restart or Stop). The failing message is
-// dropped in every case (a request's requester gets ErrTerminated wrapping
-// the *PanicError); the panic is reported to WithErrorHandler, and to Stop
+// dropped in every case (a request's requester gets the *PanicError,
+// ErrPanic, whether the actor lives on or not); the panic is reported to WithErrorHandler, and to Stop
 // only when it terminated the actor. These options apply to behaviours: a
 // panic in the Started hook (below) terminates its actor (ReasonPanic)
 // under every option, since a start that failed is not retried. No

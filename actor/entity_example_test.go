@@ -2,6 +2,7 @@ package actor_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/actord/actord/actor"
@@ -52,4 +53,31 @@ func ExampleEntities() {
 	// new incarnation: true
 	// balance: 0
 	// <nil>
+}
+
+// A handler answers a request with its own error through Fail; the asker
+// maps each error to an outcome (see Ask for the list).
+func ExampleAsk_errors() {
+	sys, _ := actor.Start(actor.WithErrorHandler(func(error) {}))
+	l, _ := actor.Spawn(sys, &ledger{accounts: map[string]int{"a": 7}}, actor.WithRestart(nil, actor.Budget{}))
+	p, _ := actor.Bind(l, (*ledger).onLookup)
+	ctx := context.Background()
+	for _, req := range []*lookupAcct{{name: "a"}, {name: "b"}, {panic: true}} {
+		n, err := actor.Ask(ctx, p, req)
+		var pe *actor.PanicError
+		if errors.As(err, &pe) { // its message names the types, the worker and the value
+			fmt.Println(status(err), n, "panic:", pe.Value)
+			continue
+		}
+		fmt.Println(status(err), n, err)
+	}
+	actor.SendPill(l, actor.FinishedMsg)
+	_, err := actor.Ask(ctx, p, &lookupAcct{name: "a"})
+	fmt.Println(status(err), err)
+	sys.Stop(ctx)
+	// Output:
+	// 200 7 <nil>
+	// 404 0 no such account
+	// 500 0 panic: ledger corrupted
+	// 503 executor: actor terminated
 }

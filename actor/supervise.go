@@ -171,6 +171,13 @@ func WatchChan[M any](target Port[M]) (<-chan *Terminated, error) {
 // would hold up every actor of its queues, and may deadlock with the actor
 // it waits for: it applies the overflow policy like Send. For unbounded
 // actors it is Send. Port.SendContext does the same through a port.
+//
+// Errors, with the HTTP-style outcome each means (see Ask): ErrMailboxFull
+// wrapping ctx's cause, busy (429 or 503), or timeout (504) when the
+// cause is context.DeadlineExceeded: the mailbox stayed full until ctx
+// ended (from a behaviour, under Reject: at once); ErrTerminated, gone
+// (404): nothing was delivered; ErrStopped, unavailable (503);
+// ErrNotSpawned, a programming error (500).
 func SendContext[TA, TM any, A Ref[TA], M Msg[TM]](ctx context.Context, to A, msg M, behaviour func(A, M) Allocation) error {
 	if to == nil || msg == nil || behaviour == nil {
 		nilSend()

@@ -1,7 +1,6 @@
 package executor
 
 import (
-	"fmt"
 	"reflect"
 	"runtime/debug"
 	"unsafe"
@@ -238,7 +237,7 @@ func (w *worker) recovered(r any, goexit bool) {
 		// this worker can end it, so obj is stable until the dead store.
 		obj = c.obj
 		pe := &PanicError{Actor: obj, Message: env.msg, Value: r, Goexit: goexit, Stack: stack, Worker: w.id}
-		dropped(env.msg, fmt.Errorf("%w: %w", ErrTerminated, pe)) // a request its receiver panicked on
+		dropped(env.msg, pe) // a request its receiver panicked on: ErrPanic, whatever supervision decides
 		if s&cellPlain == 0 {
 			x := c.ext.Load()
 			w.pendingPanic = pe // a Goexit in a termination hook would skip our recordPanic

@@ -242,11 +242,17 @@
 //
 // # Statistics
 //
-// System.Stats returns per-worker counters (gulps and gulp sizes, missed
-// gulps, steal attempts and outcomes, messages stolen, parks and wake-ups,
-// actors created and terminated, messages processed) and system-wide ones
-// (messages sent, live actors, queued messages), collected without atomic
-// instructions on the hot path. Package metrics exports them to Prometheus.
+// System.Stats returns a Stats: per-worker counters (gulps and gulp sizes,
+// missed gulps, steal attempts and outcomes, messages stolen, parks and
+// wake-ups, actors created and terminated, messages processed) and
+// system-wide ones (messages sent, live actors, queued messages), collected
+// without atomic instructions on the hot path. Package metrics exports them
+// to Prometheus.
+//
+// The types this package shares with the engine (Stats, WorkerStats,
+// Terminated, Failure, PanicError, Timer, Request, RequestPtr) are aliases:
+// their documentation here lists the fields and methods a user needs, so
+// that go doc on this package is the one place to read.
 //
 // # Performance notes
 //

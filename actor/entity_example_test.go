@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/actord/actord/actor"
 )
@@ -80,4 +81,25 @@ func ExampleAsk_errors() {
 	// 404 0 no such account
 	// 500 0 panic: ledger corrupted
 	// 503 executor: actor terminated
+}
+
+// askWithin is a generic wrapper of Ask, constrained by actor.RequestPtr
+// alone: it asks with a deadline of its own.
+func askWithin[T, R any, Req actor.RequestPtr[T, R]](d time.Duration, p actor.Port[Req], req Req) (R, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	return actor.Ask(ctx, p, req)
+}
+
+func ExampleRequestPtr() {
+	sys, _ := actor.Start()
+	a, _ := actor.Spawn(sys, &Account{})
+	actor.Send(a, &Deposit{N: 3}, (*Account).OnDeposit)
+	p, _ := actor.Bind(a, (*Account).OnBalance)
+	n, err := askWithin(time.Second, p, &Balance{})
+	fmt.Println(n, err)
+	actor.SendPill(a, actor.FinishedMsg)
+	sys.Stop(context.Background())
+	// Output:
+	// 3 <nil>
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -48,13 +49,14 @@ type Entities[T any, A Ref[T]] struct {
 // entitySlot is one incarnation of a name, from its creation by Get to its
 // end. Its fields after ready are written once, before ready is closed.
 type entitySlot[T any, A Ref[T]] struct {
-	ready chan struct{} // closed when a, port, watch and err are set
-	a     A
-	port  Port[*entityProbe] // bound at the spawn: the incarnation, compared by Get
-	err   error              // Spawn's error (the slot is then removed)
-	watch <-chan *Terminated // one notice when the incarnation has ended; nil if Bind failed
-	once  sync.Once          // closes gone
-	gone  chan struct{}      // closed once the incarnation has ended
+	ready   chan struct{} // closed when a, port, watch and err are set
+	isReady atomic.Bool   // set just before ready is closed: the fast path's check
+	a       A
+	port    Port[*entityProbe] // bound at the spawn: the incarnation, compared by Get
+	err     error              // Spawn's error (the slot is then removed)
+	watch   <-chan *Terminated // one notice when the incarnation has ended; nil if Bind failed
+	once    sync.Once          // closes gone
+	gone    chan struct{}      // closed once the incarnation has ended
 }
 
 // entityProbe is the message type of the port an Entities binds to each
@@ -110,9 +112,7 @@ func (es *Entities[T, A]) Get(ctx context.Context, name string) (A, error) {
 				es.spawn(name, s)
 			}
 		}
-		select {
-		case <-s.ready:
-		default:
+		if !s.isReady.Load() {
 			select {
 			case <-s.ready:
 			case <-ctx.Done():
@@ -192,6 +192,7 @@ func (es *Entities[T, A]) spawn(name string, s *entitySlot[T, A]) {
 		if !ok { // the factory (or Spawn, for a nil actor) panicked
 			s.err = errFactoryPanicked
 			es.remove(name, s)
+			s.isReady.Store(true)
 			close(s.ready)
 		}
 	}()
@@ -200,6 +201,7 @@ func (es *Entities[T, A]) spawn(name string, s *entitySlot[T, A]) {
 	if err != nil {
 		s.err = fmt.Errorf("actor: Get of entity %q: %w", name, err)
 		es.remove(name, s)
+		s.isReady.Store(true)
 		close(s.ready)
 		return
 	}
@@ -212,6 +214,7 @@ func (es *Entities[T, A]) spawn(name string, s *entitySlot[T, A]) {
 			s.port, s.watch = p, w
 		}
 	}
+	s.isReady.Store(true)
 	close(s.ready)
 }
 

@@ -35,10 +35,13 @@ func ExampleEntities() {
 	fmt.Println("balance:", n)
 
 	closePort, _ := actor.EntityPort(ctx, accounts, "alice", (*Account).OnClose)
+	gone, _ := actor.WatchChan(closePort)
 	msg, _ := actor.Ask(ctx, closePort, &Close{})
 	fmt.Println(msg)
-
-	// Get waits for the end of the closed account, then spawns the next.
+	// The reply comes before OnClose returns: until then, Get still finds
+	// alice alive; while she ends, Get waits; once she has ended, Get
+	// spawns the next incarnation.
+	<-gone
 	next, _ := accounts.Get(ctx, "alice")
 	fmt.Println("new incarnation:", next != alice)
 	balance, _ = actor.EntityPort(ctx, accounts, "alice", (*Account).OnBalance)

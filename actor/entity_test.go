@@ -27,8 +27,9 @@ type entityCounts struct {
 
 type entity struct {
 	actor.Actor
-	idx int
-	c   *entityCounts
+	idx     int
+	c       *entityCounts
+	started bool // Started runs again after a restart: one count per incarnation
 }
 
 var (
@@ -37,6 +38,10 @@ var (
 )
 
 func (e *entity) Started() {
+	if e.started {
+		return
+	}
+	e.started = true
 	if e.c.live[e.idx].Add(1) != 1 {
 		e.c.overlaps.Add(1)
 	}
@@ -50,15 +55,19 @@ func (e *entity) Stopped(actor.Reason) {
 }
 
 // hit is a request with a unique id; end makes the entity terminate
-// itself after replying.
+// itself after replying, boom makes it panic (it is restarted).
 type hit struct {
 	actor.Request[int]
-	id  int
-	end bool
+	id   int
+	end  bool
+	boom bool
 }
 
 func (e *entity) onHit(m *hit) actor.Allocation {
 	e.c.received[m.id].Add(1)
+	if m.boom {
+		panic("boom")
+	}
 	_ = m.Reply(m.id)
 	if m.end {
 		return actor.Finished
@@ -68,7 +77,8 @@ func (e *entity) onHit(m *hit) actor.Allocation {
 
 // TestEntitiesGetOrCreateStress: 64 goroutines ask 100 entities through
 // Get (EntityPort) while the entities terminate themselves, after replying
-// to some requests and at pills sent by the askers, and are spawned again:
+// to some requests and at pills sent by the askers, and are spawned again,
+// and panic on others and are restarted (those asks fail with ErrPanic):
 // each name has at most one live incarnation at any time (checked by the
 // entities in their hooks), and every request is received, and answered,
 // exactly once (a request that fails with ErrTerminated was never received,
@@ -79,7 +89,7 @@ func TestEntitiesGetOrCreateStress(t *testing.T) {
 	if testing.Short() {
 		perG = 30
 	}
-	sys := start(t, actor.WithWorkers(2))
+	sys := start(t, actor.WithWorkers(2), actor.WithErrorHandler(func(error) {}))
 	c := &entityCounts{live: make([]atomic.Int32, names), received: make([]atomic.Int32, goroutines*perG),
 		stoppedIn: 20 * time.Microsecond}
 	var spawned atomic.Int32
@@ -88,7 +98,7 @@ func TestEntitiesGetOrCreateStress(t *testing.T) {
 		var idx int
 		fmt.Sscanf(name, "e%d", &idx)
 		return &entity{idx: idx, c: c}
-	})
+	}, actor.WithRestart(nil, actor.Budget{MaxRestarts: -1}))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var answered sync.Map // id -> struct{}: a second answer is a failure
@@ -106,12 +116,17 @@ func TestEntitiesGetOrCreateStress(t *testing.T) {
 					if !assert.NoError(t, err) {
 						return
 					}
-					v, err := actor.Ask(ctx, p, &hit{id: id, end: i%10 == 9})
+					boom := i%10 == 4
+					v, err := actor.Ask(ctx, p, &hit{id: id, end: i%10 == 9, boom: boom})
 					if errors.Is(err, actor.ErrTerminated) {
 						retries.Add(1)
 						continue // never received: ask the next incarnation
 					}
-					if !assert.NoError(t, err) || !assert.Equal(t, id, v) {
+					if boom {
+						if !assert.ErrorIs(t, err, actor.ErrPanic) || !assert.NotErrorIs(t, err, actor.ErrTerminated) {
+							return
+						}
+					} else if !assert.NoError(t, err) || !assert.Equal(t, id, v) {
 						return
 					}
 					if _, dup := answered.LoadOrStore(id, struct{}{}); dup {

@@ -177,7 +177,7 @@ func allowed(err error, extra ...error) bool {
 	if err == nil {
 		return true
 	}
-	for _, e := range append([]error{actor.ErrTerminated, actor.ErrStopped, actor.ErrMailboxFull,
+	for _, e := range append([]error{actor.ErrTerminated, actor.ErrPanic, actor.ErrStopped, actor.ErrMailboxFull,
 		actor.ErrNotSpawned, context.DeadlineExceeded, context.Canceled}, extra...) {
 		if errors.Is(err, e) {
 			return true

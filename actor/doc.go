@@ -81,8 +81,12 @@
 // behaviours use AskAsync, whose reply (or error, or timeout) arrives later
 // as a *Reply[R] message, so that no worker ever blocks waiting for another
 // actor. Ask from a behaviour returns ErrAskInBehaviour at once. A
-// request that its actor terminates on without replying, or that is never
-// delivered, ends with an error (ErrTerminated, ErrStopped, ErrMailboxFull);
+// behaviour may answer with an error instead of an R (Request.Fail): the
+// asker gets that error as it is. A request whose behaviour panicked ends
+// with the *PanicError (ErrPanic); one that its actor terminates on without
+// replying, or that is never delivered, with ErrTerminated, ErrStopped or
+// ErrMailboxFull (Ask lists what each means to a service: busy, gone,
+// timeout, failed);
 // a behaviour may also keep a request and reply from a later behaviour, and
 // then only that reply, or the asker's deadline, ends it.
 //
@@ -92,6 +96,19 @@
 // message to a port later, or periodically, until stopped. Package
 // actortest runs actors deterministically in unit tests, with probes that
 // assert on what they receive.
+//
+// # Entities
+//
+// An entity is an actor per key (an account, a session, a device) made on
+// first use and found by its name. NewEntities gives a set of them, of one
+// actor type, with a factory and spawn options; Entities.Get returns the
+// live actor of a name or spawns it, atomically: concurrent Gets of a name
+// get one actor, and a name has at most one live incarnation at any time.
+// EntityPort is Get and Bind: every behaviour of an entity is reachable
+// from its name. An entity ends as any actor does; its name is free again
+// once its end is over (its Stopped hook has returned), and a Get that
+// finds it ending waits for that, bounded by its context, then spawns the
+// next incarnation.
 //
 // # Blocking work
 //
@@ -139,8 +156,8 @@
 // WithResume (drop the failing message, keep the state) or WithEscalate
 // (suspend the actor and send a *Failure to a supervisor port, which
 // decides with Failure.Resume, Restart or Stop). The failing message is
-// dropped in every case (a request's requester gets ErrTerminated wrapping
-// the *PanicError); the panic is reported to WithErrorHandler, and to Stop
+// dropped in every case (a request's requester gets the *PanicError,
+// ErrPanic, whether the actor lives on or not); the panic is reported to WithErrorHandler, and to Stop
 // only when it terminated the actor. These options apply to behaviours: a
 // panic in the Started hook (below) terminates its actor (ReasonPanic)
 // under every option, since a start that failed is not retried. No
@@ -241,11 +258,17 @@
 //
 // # Statistics
 //
-// System.Stats returns per-worker counters (gulps and gulp sizes, missed
-// gulps, steal attempts and outcomes, messages stolen, parks and wake-ups,
-// actors created and terminated, messages processed) and system-wide ones
-// (messages sent, live actors, queued messages), collected without atomic
-// instructions on the hot path. Package metrics exports them to Prometheus.
+// System.Stats returns a Stats: per-worker counters (gulps and gulp sizes,
+// missed gulps, steal attempts and outcomes, messages stolen, parks and
+// wake-ups, actors created and terminated, messages processed) and
+// system-wide ones (messages sent, live actors, queued messages), collected
+// without atomic instructions on the hot path. Package metrics exports them
+// to Prometheus.
+//
+// The types this package shares with the engine (Stats, WorkerStats,
+// Terminated, Failure, PanicError, Timer, Request, RequestPtr) are aliases:
+// their documentation here lists the fields and methods a user needs, so
+// that go doc on this package is the one place to read.
 //
 // # Performance notes
 //

@@ -27,5 +27,21 @@ var (
 // Spawn): after that, Spawn returns ErrIncarnationsExhausted.
 const MaxIncarnations = executor.MaxIncarnations
 
-// PanicError reports a behaviour that panicked; see executor.PanicError.
+// PanicError reports a behaviour, hook or function that panicked or called
+// runtime.Goexit; the worker and every other actor went on. It is the
+// error of an ask whose behaviour panicked, is passed to
+// WithErrorHandler's function, is joined in Stop's error when the panic
+// terminated its actor, is Failure.Err and Terminated.Err. Its fields:
+//
+//	Actor   any    // the actor whose behaviour or hook panicked; nil for a message's hook, a Go or AskFunc function
+//	Message any    // the message being delivered
+//	Value   any    // the value passed to panic (nil for runtime.Goexit)
+//	Goexit  bool   // it called runtime.Goexit
+//	Stack   []byte // the goroutine's stack at the panic
+//	Worker  int    // the worker that recovered it; -1 off the workers
+//
+// and its methods: Error (the message names what panicked, the actor and
+// message types, the worker and the value), Is (errors.Is(err, ErrPanic)
+// is true for every PanicError) and Unwrap (the panic value when it is an
+// error).
 type PanicError = executor.PanicError

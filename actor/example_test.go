@@ -353,7 +353,7 @@ func ExampleBudget_noRestarts() {
 	err := sys.Stop(context.Background())
 	fmt.Println("Stop reports the panic:", errors.Is(err, actor.ErrPanic))
 	// Output:
-	// terminated: restart budget exhausted
+	// terminated: budget_exhausted
 	// restarts: 0
 	// Stop reports the panic: true
 }

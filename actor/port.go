@@ -46,13 +46,33 @@ func Bind[TA, TM any, A Ref[TA], M Msg[TM]](a A, behaviour func(A, M) Allocation
 //	}
 //
 // A request is a message (Request embeds Message). The behaviour receiving
-// it answers with Reply, which accepts only an R; Ask waits for that answer,
-// AskAsync has it delivered as a *Reply[R] message.
+// it answers exactly once, with one of the two methods it promotes:
+//
+//	func (r *Request[R]) Reply(v R) error     // answer with a value
+//	func (r *Request[R]) Fail(err error) error // answer with an error
+//
+// Reply accepts only an R; Fail answers with err instead (it panics for a
+// nil err), and the requester gets err itself, for errors.Is and
+// errors.As: a handler can map its own error values without wrapping them
+// in R. Ask waits for the answer, AskAsync has it delivered as a *Reply[R]
+// message (value or Err), AskFunc passes it to its function. Both methods
+// return ErrNoRequester for a request sent with a plain Send, and
+// ErrReplied when the request was answered already or its requester gave
+// up (the answer is then dropped and counted in Stats.LateReplies). They
+// never block.
 type Request[R any] = executor.Request[R]
 
+// RequestPtr is satisfied by a pointer to a request type: a struct that
+// embeds Request[R], R being its reply type. Generic code that asks uses it
+// as the constraint, as Ask does:
+//
+//	func askAll[T, R any, Req actor.RequestPtr[T, R]](ctx context.Context, ps []actor.Port[Req], mk func() Req) ([]R, error)
+type RequestPtr[T, R any] = executor.RequestPtr[T, R]
+
 // Reply is the message that delivers the answer to an AskAsync: the reply
-// value, or the error that ended the request (ErrTerminated, ErrStopped, or
-// context.DeadlineExceeded after its timeout).
+// value, or the error that ended the request (the error given to
+// Request.Fail, or one of Ask's errors, context.DeadlineExceeded after its
+// timeout).
 type Reply[R any] = executor.Reply[R]
 
 // Ask sends the request req through the port to and waits for the reply, or
@@ -64,17 +84,36 @@ type Reply[R any] = executor.Reply[R]
 // there it returns ErrAskInBehaviour at once (use AskAsync). No goroutine is
 // created per request.
 //
-// Errors: the send's errors (ErrNotSpawned, ErrTerminated, ErrStopped);
-// ErrTerminated if the actor terminates, or panics, before the request is
-// delivered or in the behaviour that receives it, without replying or
-// forwarding it through a port (see "Message lifetime");
-// ErrStopped if its system stops before the request is delivered; ctx.Err()
-// if ctx ends first. A reply that comes after the asker gave up is counted
-// (Stats.LateReplies) and dropped. A behaviour may keep a request and reply
-// from a later behaviour; such a request is ended only by its reply or by
-// ctx (if the actor terminates, or the system stops, without replying to
-// it, nothing else ends the wait): ask with a deadline.
-func Ask[TR, R any, Req executor.RequestPtr[TR, R]](ctx context.Context, to Port[Req], req Req) (R, error) {
+// Its errors, and the HTTP-style outcome each means to a service that maps
+// them (test them in this order; each is an errors.Is test):
+//
+//   - the error the behaviour answered with Request.Fail: the handler's
+//     own outcome, mapped as the service defines it.
+//   - ErrPanic, failed (500): the behaviour that received the request
+//     panicked; the error is the *PanicError (errors.As), and reads as the
+//     panic. The actor may live on (WithRestart, WithResume, a supervisor's
+//     decision) or have terminated: a later send says which.
+//   - ErrMailboxFull, busy (429 or 503): the actor's bounded mailbox
+//     refused the request (Reject) or dropped it (DropNewest, DropOldest).
+//   - context.DeadlineExceeded or context.Canceled (ctx.Err()), timeout
+//     (504), or the client left: ctx ended first; a reply after that is
+//     counted (Stats.LateReplies) and dropped.
+//   - ErrTerminated, gone (404, or 503 while an entity is spawned again):
+//     the port's actor had terminated, or terminated before the request
+//     was delivered, or in the behaviour that received it without
+//     answering or forwarding it through a port (see "Message lifetime").
+//     A behaviour that always answers before it ends its actor
+//     has never received a request that fails with ErrTerminated: asking
+//     again (through Entities.Get for an entity) is then safe.
+//   - ErrStopped, unavailable (503): the system has stopped, or stopped
+//     before the request was delivered.
+//   - ErrNotSpawned, ErrAskInBehaviour: a programming error (500).
+//
+// A behaviour may keep a request and reply from a later behaviour; such a
+// request is ended only by its answer or by ctx (if the actor terminates,
+// or the system stops, without answering it, nothing else ends the wait):
+// ask with a deadline.
+func Ask[TR, R any, Req RequestPtr[TR, R]](ctx context.Context, to Port[Req], req Req) (R, error) {
 	if req == nil {
 		panic("actor: Ask with a nil request")
 	}
@@ -93,7 +132,7 @@ func Ask[TR, R any, Req executor.RequestPtr[TR, R]](ctx context.Context, to Port
 // Errors: ErrNotSpawned for the zero replyTo port (req is not sent: its
 // reply would have nowhere to go); the send's errors. Then nothing arrives
 // at replyTo.
-func AskAsync[TR, R any, Req executor.RequestPtr[TR, R]](to Port[Req], req Req, replyTo Port[*Reply[R]], timeout time.Duration) error {
+func AskAsync[TR, R any, Req RequestPtr[TR, R]](to Port[Req], req Req, replyTo Port[*Reply[R]], timeout time.Duration) error {
 	if req == nil {
 		panic("actor: AskAsync with a nil request")
 	}
@@ -140,7 +179,7 @@ func Go[R any](replyTo Port[*Reply[R]], f func() (R, error)) error {
 // later, is ended only by its reply or the timeout: with timeout 0, f is
 // never called if the actor terminates, or the system stops, without
 // replying to it. Errors: the send's; then f is not called.
-func AskFunc[TR, R any, Req executor.RequestPtr[TR, R]](to Port[Req], req Req, timeout time.Duration, f func(R, error)) error {
+func AskFunc[TR, R any, Req RequestPtr[TR, R]](to Port[Req], req Req, timeout time.Duration, f func(R, error)) error {
 	if req == nil || f == nil {
 		panic("actor: AskFunc with a nil request or function")
 	}

@@ -103,11 +103,27 @@ const (
 )
 
 // Failure is what an actor spawned WithEscalate sends its supervisor when a
-// behaviour panics: Err holds the actor, the message (dropped), the panic
-// value and the stack. Decide with exactly one of Resume, Restart, Stop.
+// behaviour panics. Its field and methods:
+//
+//	Err *PanicError // the actor, the message it failed on (dropped), the panic value, the stack
+//
+//	func (f *Failure) Resume() error  // the actor goes on with its state
+//	func (f *Failure) Restart() error // its reset function (WithEscalate's) and Started hook run, then it goes on
+//	func (f *Failure) Stop() error    // it terminates (ReasonPanic)
+//
+// The actor is suspended (its messages wait, in order) until the
+// supervisor decides with exactly one of them; each returns ErrReplied if
+// the failure was decided already, ErrTerminated if the actor is gone. A
+// Failure that can never be decided (dropped by the supervisor's bounded
+// mailbox, still queued when the supervisor terminates, or received by a
+// behaviour that terminates the supervisor without deciding) terminates
+// the actor (ReasonPanic).
 type Failure = executor.Failure
 
-// Reason says why an actor terminated (see Terminated).
+// Reason says why an actor terminated (see Terminated). Its String method
+// gives "unknown", "normal", "panic", "budget_exhausted" or
+// "system_stopped": lower case, no spaces, usable as a Prometheus label
+// value.
 type Reason = executor.Reason
 
 const (
@@ -119,7 +135,11 @@ const (
 )
 
 // Terminated is the message a watcher receives, exactly once per watch,
-// when the watched actor terminates.
+// when the watched actor terminates (see Watch). Its fields:
+//
+//	Actor  any    // the terminated actor (the pointer that was spawned); nil when the watch began after the end and nothing recorded it
+//	Reason Reason // why it terminated
+//	Err    error  // the *PanicError of the last failure for ReasonPanic and ReasonBudget (when known), ErrStopped for ReasonStopped, else nil
 type Terminated = executor.Terminated
 
 // Starter is the Started hook of an actor type, a method
@@ -174,6 +194,13 @@ func WatchChan[M any](target Port[M]) (<-chan *Terminated, error) {
 // would hold up every actor of its queues, and may deadlock with the actor
 // it waits for: it applies the overflow policy like Send. For unbounded
 // actors it is Send. Port.SendContext does the same through a port.
+//
+// Errors, with the HTTP-style outcome each means (see Ask): ErrMailboxFull
+// wrapping ctx's cause, busy (429 or 503), or timeout (504) when the
+// cause is context.DeadlineExceeded: the mailbox stayed full until ctx
+// ended (from a behaviour, under Reject: at once); ErrTerminated, gone
+// (404): nothing was delivered; ErrStopped, unavailable (503);
+// ErrNotSpawned, a programming error (500).
 func SendContext[TA, TM any, A Ref[TA], M Msg[TM]](ctx context.Context, to A, msg M, behaviour func(A, M) Allocation) error {
 	if to == nil || msg == nil || behaviour == nil {
 		nilSend()

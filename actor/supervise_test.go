@@ -494,7 +494,7 @@ func TestForcedStopNotifiesWatchers(t *testing.T) {
 	assert.Equal(t, actor.ReasonStopped, tm.Reason)
 	assert.ErrorIs(t, tm.Err, actor.ErrStopped)
 	l.mu.Lock()
-	assert.Contains(t, l.log, "stopped:system stopped")
+	assert.Contains(t, l.log, "stopped:system_stopped")
 	l.mu.Unlock()
 }
 

@@ -177,11 +177,11 @@ func (s *System) Stop(ctx context.Context) error {
 	return s.e.Stop(ctx)
 }
 
-// Stats returns a snapshot of the system's statistics (see executor.Stats).
+// Stats returns a snapshot of the system's statistics (see Stats).
 // Error: ErrNotStarted for a nil or zero System.
-func (s *System) Stats() (executor.Stats, error) {
+func (s *System) Stats() (Stats, error) {
 	if s == nil || s.e == nil {
-		return executor.Stats{}, ErrNotStarted
+		return Stats{}, ErrNotStarted
 	}
 	return s.e.Stats(), nil
 }
@@ -198,3 +198,55 @@ func (s *System) Config() (executor.Config, error) {
 // Executor returns the underlying executor (nil for a zero System), for the
 // metrics package and for tools that read statistics.
 func (s *System) Executor() *executor.Executor { return s.e }
+
+// Stats is a snapshot of a system's statistics (System.Stats): plain
+// counters, kept per worker without atomic instructions on the hot path
+// and read while the system runs. System-wide fields:
+//
+//	Workers               []WorkerStats // per worker, by worker number; Total() sums them
+//	ExternalActorsCreated uint64 // actors spawned by goroutines that are not workers
+//	MessagesSent          uint64 // successful sends (pills included); may lag while sends run, exact once quiet
+//	LiveActors            int64  // spawned and not yet terminated
+//	ParkedWorkers         int    // workers asleep
+//	QueuedMessages        int    // messages waiting in mailboxes
+//	Queues, SpareQueues   int    // mailboxes actors are placed on, spare ones
+//	AsksPending           int64  // requests waiting for an answer
+//	AsksTimedOut          uint64 // requests ended by their requester's context or timeout
+//	LateReplies           uint64 // answers that came after their request had ended, dropped
+//	TimersPending         int64  // timers set, not yet fired or stopped
+//	TimersFired           uint64 // timer deliveries made
+//	TimersDead            uint64 // firings that delivered nothing, and timers dropped by Stop
+//	MailboxRejected       uint64 // sends refused by a full bounded mailbox (Reject)
+//	MailboxDroppedNewest  uint64 // messages dropped by DropNewest
+//	MailboxDroppedOldest  uint64 // messages dropped by DropOldest
+//	WatchNotices          uint64 // Terminated notices delivered to watchers
+//	Stale                 []int  // workers that did not publish fresh counters in time (inside a long behaviour)
+//
+//	func (s Stats) Total() WorkerStats // the sum over workers, ActorsCreated including the external ones
+//
+// Package metrics exports them to Prometheus; executor.Stats documents
+// each in full.
+type Stats = executor.Stats
+
+// WorkerStats are one worker's counters (Stats.Workers, Stats.Total):
+//
+//	ActorsCreated, ActorsTerminated   uint64 // actors spawned by its behaviours, actors terminated on it
+//	LocalSends                        uint64 // sends appended to the batch it was draining
+//	DeadLetters                       uint64 // messages dropped because their actor had terminated
+//	Dropped                           uint64 // messages dropped from its batch by a forced stop
+//	Panics                            uint64 // behaviours or hooks that panicked or called runtime.Goexit
+//	Restarts, Resumes, Escalations    uint64 // supervision: restarts, messages dropped by Resume, failures escalated
+//	BudgetExhausted                   uint64 // actors terminated past their restart budget
+//	GulpSize, StealSize               executor.Histogram // messages per gulp, per non-empty steal
+//	MissedGulps, BatchWaits           uint64 // scheduling: mailboxes found busy, waits for a batch
+//	DeferredServes                    uint64 // mailboxes of parked workers it served
+//	StealAttempts, StealNoCandidate   uint64 // stealing: attempts, attempts without a candidate
+//	StealFailedSwap, EmptySteals      uint64 // swaps that failed, that took an empty mailbox
+//	StealWakeups, StalledSteals       uint64 // workers woken for a backlog, mailboxes taken from a stalled worker
+//	Parks, ThreadReleases             uint64 // sleeps, sleeps that gave the OS thread back
+//	WakeupsBySender, WakeupsByTimeout uint64 // what ended the sleeps
+//	ParkedTime                        time.Duration // total time asleep
+//
+//	func (s *WorkerStats) MessagesProcessed() uint64 // messages whose behaviour it ran (0 WithoutStatistics)
+//	func (s *WorkerStats) Steals() uint64            // successful steals, empty or not
+type WorkerStats = executor.WorkerStats

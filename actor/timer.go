@@ -7,8 +7,12 @@ import (
 	"github.com/actord/actord/internal/erased"
 )
 
-// Timer is a handle on a timer set by SendAfter or SendEvery; its Stop
-// method cancels the timer and reports whether it was still pending. When
+// Timer is a handle on a timer set by SendAfter or SendEvery; its one
+// method,
+//
+//	func (t Timer) Stop() bool
+//
+// cancels the timer and reports whether it was still pending. When
 // Stop returns true, the timer delivers nothing afterwards (a periodic timer
 // included). A Timer is a small value; the zero Timer is no timer (Stop
 // returns false), so an actor can keep one in a field and stop it

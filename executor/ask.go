@@ -75,6 +75,26 @@ func (a *Asked[R]) Reply(v R) error {
 	return nil
 }
 
+// Fail answers the request with the error err instead of a value: Ask
+// returns (the zero R, err), and AskAsync and AskFunc deliver err, as it
+// is, so that the requester can test it with errors.Is and errors.As.
+// Errors as for Reply. It panics if err is nil (answer with Reply).
+func (a *Asked[R]) Fail(err error) error {
+	if err == nil {
+		panic("executor: Fail with a nil error (use Reply)")
+	}
+	t := a.t
+	if t == nil {
+		return ErrNoRequester
+	}
+	var zero R
+	if !t.complete(zero, err, false) {
+		t.e.lateReplies.Add(1)
+		return ErrReplied
+	}
+	return nil
+}
+
 // undeliverable is implemented by every request type (promoted from
 // Asked) and by *Failure: the executor calls it when it drops a message
 // whose sender waits for an answer that can then never come (a reply, a
@@ -197,9 +217,10 @@ const askSpins = 2000
 // never block waiting for another actor; behaviours use AskAsync instead.
 //
 // Errors: the send's errors (ErrNotSpawned, ErrTerminated, ErrStopped);
-// ErrTerminated if the actor terminates (or panics) before the request is
-// delivered, or in the behaviour that receives it, without replying or
-// forwarding it through a port (see "Message lifetime" in deliver.go);
+// ErrTerminated if the actor terminates before the request is delivered,
+// or in the behaviour that receives it, without replying or forwarding it
+// through a port (see "Message lifetime" in deliver.go); the *PanicError
+// (ErrPanic) if that behaviour panics; the error given to Fail;
 // ErrStopped if its system stops before the request is delivered; ctx.Err()
 // if ctx ends first (a reply after that is counted as late and dropped). A
 // request that a behaviour keeps, to reply later, is ended only by its

@@ -1,7 +1,6 @@
 package executor
 
 import (
-	"fmt"
 	"reflect"
 	"runtime/debug"
 	"unsafe"
@@ -316,7 +315,7 @@ func (w *worker) recovered(r any, goexit bool) {
 		obj = c.obj
 		pe := &PanicError{Actor: obj, Message: userMessage(env.msg), Value: r, Goexit: goexit, Stack: stack, Worker: w.id}
 		// Its behaviour ran: only a request it kept is told.
-		w.failKept(env, ms, fmt.Errorf("%w: %w", ErrTerminated, pe))
+		w.failKept(env, ms, pe) // ErrPanic, whatever supervision decides
 		switch c.endPlainPanicked(s) {
 		case endPlainTaken:
 			w.st.ActorsTerminated++

@@ -107,7 +107,11 @@ func TestGoexitInTerminationHooks(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a request never failed never is
 			defer cancel()
 			_, err = Ask(ctx, p, &greq{})
-			assert.ErrorIs(t, err, ErrTerminated, "the request its actor did not answer")
+			if tc.boom {
+				assert.ErrorIs(t, err, ErrPanic, "the request its behaviour panicked on")
+			} else {
+				assert.ErrorIs(t, err, ErrTerminated, "the request its actor did not answer")
+			}
 			tm := notified(t, "watch", notice)
 			want := []string{"Stopped", "Destroy", "Release"} // Delete: every hook, Goexit or not
 			if tc.boom {
@@ -231,7 +235,11 @@ func TestGoexitInStartedAndReset(t *testing.T) {
 			defer cancel()
 			close(a.gate)
 			_, err = Ask(ctx, p, &greq{})
-			assert.ErrorIs(t, err, ErrTerminated)
+			if where == "Reset" { // the behaviour panicked on it, then Reset ended the actor
+				assert.ErrorIs(t, err, ErrPanic)
+			} else {
+				assert.ErrorIs(t, err, ErrTerminated)
+			}
 			tm := notified(t, "watch", notice)
 			assert.Equal(t, ReasonPanic, tm.Reason)
 			var pe *PanicError

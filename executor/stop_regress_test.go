@@ -187,7 +187,7 @@ func TestAskFuncFunctionPanics(t *testing.T) {
 		called <- err
 		panic("f panics on the error")
 	}))
-	assert.ErrorIs(t, <-called, ErrTerminated)
+	assert.ErrorIs(t, <-called, ErrPanic)
 	waitFor(t, "both panics recorded", func() bool { return e.Stats().Total().Panics >= 1 })
 	err = e.Stop(context.Background())
 	var found bool

@@ -83,8 +83,8 @@ var reasonNames = [...]string{
 	ReasonUnknown: "unknown",
 	ReasonNormal:  "normal",
 	ReasonPanic:   "panic",
-	ReasonBudget:  "restart budget exhausted",
-	ReasonStopped: "system stopped",
+	ReasonBudget:  "budget_exhausted",
+	ReasonStopped: "system_stopped",
 }
 
 func (r Reason) String() string { return enumName(reasonNames[:], uint8(r), "Reason") }

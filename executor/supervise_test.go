@@ -102,7 +102,7 @@ func TestEnumNames(t *testing.T) {
 	assert.Equal(t, "Directive(9)", Directive(9).String())
 	assert.Equal(t, "DropOldest", DropOldest.String())
 	assert.Equal(t, "Overflow(7)", Overflow(7).String())
-	assert.Equal(t, "restart budget exhausted", ReasonBudget.String())
-	assert.Equal(t, "system stopped", ReasonStopped.String())
+	assert.Equal(t, "budget_exhausted", ReasonBudget.String())
+	assert.Equal(t, "system_stopped", ReasonStopped.String())
 	assert.Equal(t, "Reason(200)", Reason(200).String())
 }

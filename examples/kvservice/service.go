@@ -310,7 +310,7 @@ func (s *service) slow(w http.ResponseWriter, r *http.Request) {
 }
 
 // panicShard makes the shard that owns {key} panic. The ask fails with
-// ErrTerminated, the service respawns the shard (empty: a crashed actor's
+// the panic (ErrPanic), the service respawns the shard (empty: a crashed actor's
 // state is gone) and answers 503; the next requests are served as usual.
 func (s *service) panicShard(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := s.requestContext(r)
@@ -337,7 +337,7 @@ func statusFor(err error) (int, string) {
 		return http.StatusGatewayTimeout, "timed out" // the actor did not answer in time
 	case errors.Is(err, context.Canceled):
 		return statusClientClosedRequest, "canceled" // the client went away
-	case errors.Is(err, actor.ErrTerminated):
+	case errors.Is(err, actor.ErrPanic), errors.Is(err, actor.ErrTerminated):
 		return http.StatusServiceUnavailable, "crashed; retry" // a retry reaches its successor
 	case errors.Is(err, actor.ErrStopped):
 		return http.StatusServiceUnavailable, "shutting down"
@@ -346,11 +346,12 @@ func statusFor(err error) (int, string) {
 	}
 }
 
-// shardFailed answers a request whose ask to shard i failed. ErrTerminated
-// means the shard crashed (a panic in a behaviour terminates its actor):
-// it is respawned, so that the next request finds a live shard.
+// shardFailed answers a request whose ask to shard i failed. ErrPanic
+// means the shard crashed on it (a panic in a behaviour terminates its
+// actor), ErrTerminated that it had crashed: it is respawned, so that the
+// next request finds a live shard.
 func (s *service) shardFailed(w http.ResponseWriter, r *http.Request, i int, sh *shard, err error) {
-	if errors.Is(err, actor.ErrTerminated) {
+	if errors.Is(err, actor.ErrPanic) || errors.Is(err, actor.ErrTerminated) {
 		s.respawn(i, sh)
 	}
 	s.failed(w, r, err)

@@ -127,15 +127,22 @@ type WorkerStats struct {
 	asksDone      uint64 // requests ended on this worker
 	private       uint64 // messages taken from private queues (privqueue.go)
 	control       uint64 // control envelopes taken (supervise.go): not user messages
+	// closed counts the dead letters Stop took from this worker's
+	// mailboxes when it closed them (set by Stats from worker.closedDead,
+	// which it also adds to DeadLetters): taken like a gulp's messages,
+	// so that MessagesProcessed does not subtract them from the gulps.
+	closed uint64
 }
 
 // MessagesProcessed returns the number of messages whose behaviour this
-// worker ran (pills included): every message it took, by gulp or local send,
-// minus dead letters and messages dropped at a forced stop. Derived rather
-// than counted, to keep an increment off the per-message path. It is 0 when
-// statistics are off (Config.NoStatistics), since gulps are not counted then.
+// worker ran (pills included): every message taken from its mailboxes (by
+// its gulps and local sends, and by Stop, which takes the dead letters it
+// finds queued there), minus dead letters and messages dropped at a forced
+// stop. Derived rather than counted, to keep an increment off the
+// per-message path. It is 0 when statistics are off (Config.NoStatistics),
+// since gulps are not counted then.
 func (s *WorkerStats) MessagesProcessed() uint64 {
-	in, out := s.GulpSize.Sum+s.LocalSends+s.private, s.DeadLetters+s.Dropped+s.control
+	in, out := s.GulpSize.Sum+s.LocalSends+s.private+s.closed, s.DeadLetters+s.Dropped+s.control
 	if in < out {
 		return 0
 	}
@@ -158,6 +165,7 @@ func (s *WorkerStats) add(o *WorkerStats) {
 	s.BudgetExhausted += o.BudgetExhausted
 	s.private += o.private
 	s.control += o.control
+	s.closed += o.closed
 	s.GulpSize.add(&o.GulpSize)
 	s.MissedGulps += o.MissedGulps
 	s.StealAttempts += o.StealAttempts
@@ -289,7 +297,11 @@ func (e *Executor) Stats() Stats {
 		w.pubMu.Lock()
 		s.Workers[i] = w.pub
 		w.pubMu.Unlock()
-		s.Workers[i].DeadLetters += w.closedDead.Load()
+		// One load for both counts, so that they agree. Paired with
+		// Stop's Add after mailbox.close (see worker.closedDead).
+		cd := w.closedDead.Load()
+		s.Workers[i].DeadLetters += cd
+		s.Workers[i].closed = cd
 		if w.state.Load() == workerParked {
 			s.ParkedWorkers++
 		}

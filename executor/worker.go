@@ -182,8 +182,12 @@ type worker struct {
 	// closedDead counts the dead letters Stop found queued in this
 	// worker's mailboxes when it closed them (mailbox.close). Added by
 	// Stop, after the worker exited or Stop gave up on it; read by Stats,
-	// which adds it to the worker's DeadLetters (the worker's own count,
-	// pub, knows nothing of them).
+	// which adds it to the worker's DeadLetters and sets it as the
+	// worker's closed count, the messages taken from its mailboxes other
+	// than by its gulps (the worker's own count, pub, knows nothing of
+	// them). The pair of Stop's Add and Stats' Load orders nothing else:
+	// a Stats that loads before the Add sees neither the letters taken
+	// nor the dead letters, and MessagesProcessed is unchanged.
 	closedDead atomic.Uint64
 	// inExt is the extended actor whose code (behaviour, hooks, reset,
 	// private queue) this worker is running, or nil: stored by the worker

@@ -288,6 +288,8 @@ var Programs = []*Program{
 		Doc: "constant-rate pipeline of 12 actors at a high rate: end-to-end latency"},
 	{Name: "counting", Metric: nsPerMsg, Systems: allSystems, run: runCounting,
 		Doc: "counting: a goroutine outside the system sends 1 M messages to one actor, then asks for the total (Savina)"},
+	{Name: "counting-actor", Metric: nsPerMsg, Systems: allSystems, run: runCountingActor,
+		Doc: "counting from an actor: one behaviour of a producer actor sends 1 M messages to a counter actor, then asks it for the total (Savina)"},
 	{Name: "fork-join", Metric: nsPerMsg, Systems: allSystems, run: runForkJoin,
 		Doc: "fork-join throughput: a goroutine outside the system sends round-robin to 60 actors, 50,000 messages each (Savina)"},
 	{Name: "ping-pong", Metric: nsPerMsg, Systems: allSystems, run: runHandoff(bench.PingPongSize, func(s Sizes) int { return s.PingPong }),

@@ -90,6 +90,7 @@ type Sizes struct {
 	Counting                    int           // counting: messages from outside the system to one actor
 	ForkJoin                    bench.ForkJoinSize
 	PingPong, TokenRing         int // hops
+	Asks                        int // ask, ask64: asks in all
 }
 
 // SizesFor returns the sizes for mode on workers workers.
@@ -119,6 +120,7 @@ func SizesFor(mode Mode, workers int) Sizes {
 			ForkJoin:        bench.ForkJoinSize{Actors: 10, Messages: 500},
 			PingPong:        2_000,
 			TokenRing:       5_000,
+			Asks:            2_000,
 		}
 	}
 	full := bench.Full()
@@ -149,6 +151,7 @@ func SizesFor(mode Mode, workers int) Sizes {
 		ForkJoin:        bench.ForkJoinDefault(),
 		PingPong:        bench.PingPongDefault(),
 		TokenRing:       bench.TokenRingDefault(),
+		Asks:            50_000, // a quarter of the service-path measurement's, for 2 cores
 	}
 	if full {
 		// The chapter's counts: 100 M static sends; 2 M dynamic sends (what
@@ -156,6 +159,8 @@ func SizesFor(mode Mode, workers int) Sizes {
 		// transfers (we measured about 0.1 s per transfer on 2 workers, so
 		// more would take hours).
 		s.Static, s.Dynamic, s.LeaderTransfers = 100_000_000, 2_000_000, 10_000
+		// The service-path measurement's 200,000 asks.
+		s.Asks = 200_000
 	}
 	return s
 }
@@ -194,14 +199,16 @@ func (m Metric) Value(r Result) float64 {
 }
 
 var (
-	nsPerMsg = Metric{Name: "ns/msg", Label: "time per message (ns)", Lower: true}
-	runtime_ = Metric{Name: "runtime-s", Label: "runtime (s)", Lower: true}
-	msgPerS  = Metric{Name: "msg/s", Label: "messages per second"}
-	opsPerS  = Metric{Name: "ops/s", Label: "operations per second", Key: "ops/s"}
-	p50      = Metric{Name: "p50-us", Label: "median latency (µs)", Lower: true, Key: "p50-us"}
-	p99      = Metric{Name: "p99-us", Label: "99th percentile latency (µs)", Lower: true, Key: "p99-us"}
-	perLead  = Metric{Name: "us/transfer", Label: "time per leader transfer (µs)", Lower: true, Key: "us/transfer"}
-	behind99 = Metric{Name: "behind-p99-ms", Label: "99th percentile delay behind the spinner (ms)", Lower: true, Key: "behind-p99-ms"}
+	nsPerMsg   = Metric{Name: "ns/msg", Label: "time per message (ns)", Lower: true}
+	runtime_   = Metric{Name: "runtime-s", Label: "runtime (s)", Lower: true}
+	msgPerS    = Metric{Name: "msg/s", Label: "messages per second"}
+	opsPerS    = Metric{Name: "ops/s", Label: "operations per second", Key: "ops/s"}
+	p50        = Metric{Name: "p50-us", Label: "median latency (µs)", Lower: true, Key: "p50-us"}
+	p99        = Metric{Name: "p99-us", Label: "99th percentile latency (µs)", Lower: true, Key: "p99-us"}
+	perLead    = Metric{Name: "us/transfer", Label: "time per leader transfer (µs)", Lower: true, Key: "us/transfer"}
+	nsPerAsk   = Metric{Name: "ns/ask", Label: "time per ask (ns)", Lower: true, Key: "ns/ask"}
+	p99OverP50 = Metric{Name: "p99/p50", Label: "99th percentile over median latency", Lower: true, Key: "p99/p50"}
+	behind99   = Metric{Name: "behind-p99-ms", Label: "99th percentile delay behind the spinner (ms)", Lower: true, Key: "behind-p99-ms"}
 )
 
 // Program is one benchmark program.
@@ -281,12 +288,18 @@ var Programs = []*Program{
 		Doc: "constant-rate pipeline of 12 actors at a high rate: end-to-end latency"},
 	{Name: "counting", Metric: nsPerMsg, Systems: allSystems, run: runCounting,
 		Doc: "counting: a goroutine outside the system sends 1 M messages to one actor, then asks for the total (Savina)"},
+	{Name: "counting-actor", Metric: nsPerMsg, Systems: allSystems, run: runCountingActor,
+		Doc: "counting from an actor: one behaviour of a producer actor sends 1 M messages to a counter actor, then asks it for the total (Savina)"},
 	{Name: "fork-join", Metric: nsPerMsg, Systems: allSystems, run: runForkJoin,
 		Doc: "fork-join throughput: a goroutine outside the system sends round-robin to 60 actors, 50,000 messages each (Savina)"},
 	{Name: "ping-pong", Metric: nsPerMsg, Systems: allSystems, run: runHandoff(bench.PingPongSize, func(s Sizes) int { return s.PingPong }),
 		Doc: "ping-pong: two actors pass one token back and forth (actord: on different workers)"},
 	{Name: "token-ring", Metric: nsPerMsg, Systems: allSystems, run: runHandoff(bench.TokenRingSize, func(s Sizes) int { return s.TokenRing }),
 		Doc: "token ring: 100 actors pass one token around (Savina thread ring)"},
+	{Name: "ask", Metric: nsPerAsk, Systems: allSystems, run: runAsk(1),
+		Doc: "ask from a goroutine: one goroutine outside the system asks one server actor and waits for each reply (p50/p99 per ask)"},
+	{Name: "ask64", Metric: p99OverP50, Systems: allSystems, run: runAsk(Askers),
+		Doc: "ask from 64 goroutines at once, the same asks in all: p99 over p50 of the ask latency"},
 	{Name: "transfer", Metric: behind99, Systems: actordOnly, MinWorkers: 2, run: runTransfer,
 		Doc: "transfer: delay of messages to actors on the worker of a spinning behaviour (there is no other worker to take them with 1)"},
 	{Name: "transfer-leader", Metric: perLead, Systems: []string{Actord, ActordRandom}, MinWorkers: 2, run: runTransferLeader,

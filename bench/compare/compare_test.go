@@ -32,6 +32,7 @@ func testSizes(workers int) Sizes {
 	s.ForkJoin = bench.ForkJoinSize{Actors: 6, Messages: 200}
 	s.PingPong = 500
 	s.TokenRing = 1_000
+	s.Asks = 640
 	return s
 }
 
@@ -126,4 +127,23 @@ func TestBalanceCountsActors(t *testing.T) {
 	r, err := Lookup("balance-one").Run(Actord, 1, sz)
 	require.NoError(t, err)
 	require.Equal(t, sz.Balance.Working, r.Actors, "one worker: every actor is a working one")
+}
+
+// TestAsk checks the ask programs' figures on one and two workers.
+func TestAsk(t *testing.T) {
+	for _, workers := range []int{1, 2} {
+		sz := testSizes(workers)
+		for _, name := range []string{"ask", "ask64"} {
+			for _, sys := range Lookup(name).Systems {
+				r, err := Lookup(name).Run(sys, workers, sz)
+				require.NoError(t, err, "%s on %s", name, sys)
+				require.Equal(t, sz.Asks, r.Messages, "%s on %s", name, sys)
+				for _, k := range []string{"ns/ask", "p50-us", "p99-us", "p999-us", "max-us", "p99/p50"} {
+					require.Positive(t, r.Metrics[k], "%s on %s: %s", name, sys, k)
+				}
+				require.LessOrEqual(t, r.Metrics["p50-us"], r.Metrics["p99-us"], "%s on %s", name, sys)
+				require.GreaterOrEqual(t, r.Metrics["p99/p50"], 1.0, "%s on %s", name, sys)
+			}
+		}
+	}
 }

@@ -645,3 +645,85 @@ func ForkJoin(e *actor.Engine, sz bench.ForkJoinSize) int {
 	}
 	return stopAll(&wg, actors, func(a *forkJoinActor) int { return a.recs })
 }
+
+// ---- counting from an actor ------------------------------------------------
+
+type countingProducer struct {
+	stopper
+	counter *actor.PID
+	n       int
+	total   int
+}
+
+type countingStart struct{ _ int }
+
+func (a *countingProducer) Receive(ctx *actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *countingStart:
+		inc := &countingInc{}
+		for i := 0; i < a.n; i++ {
+			ctx.Send(a.counter, inc)
+		}
+		ctx.Send(a.counter, &countingGet{}) // ctx.Send names the sender: the counter responds to it
+	case int:
+		a.total = m
+		ctx.Engine().Poison(ctx.PID())
+	case actor.Stopped:
+		a.stopped()
+	}
+}
+
+// CountingActor is Counting with an actor as the producer: one receive of
+// the producer sends n increments (one preallocated message) to the counter
+// and then asks for its total, which the producer receives as a message
+// (Savina's counting). It returns the total.
+func CountingActor(e *actor.Engine, n int) int {
+	var wg sync.WaitGroup
+	wg.Add(2)
+	counter := spawn(e, &countingActor{stopper: stopper{&wg}})
+	p := &countingProducer{stopper: stopper{&wg}, counter: counter, n: n}
+	e.Send(spawn(e, p), &countingStart{})
+	wg.Wait()
+	return p.total
+}
+
+// ---- ask from a goroutine --------------------------------------------------
+
+type echoActor struct{ stopper }
+
+type echoReq struct{ n int }
+
+func (a *echoActor) Receive(ctx *actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *echoReq:
+		ctx.Respond(m.n + 1)
+	case actor.Stopped:
+		a.stopped()
+	}
+}
+
+// EchoServer spawns an echo actor on e, which answers a request for n with
+// n+1. newClient returns a function for one asking goroutine that asks it
+// once with Request(...).Result() (one preallocated request per client);
+// stop poisons the actor and waits for it to stop.
+func EchoServer(e *actor.Engine) (newClient func() func(n int) (int, error), stop func()) {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	pid := spawn(e, &echoActor{stopper{&wg}})
+	newClient = func() func(int) (int, error) {
+		req := &echoReq{}
+		return func(n int) (int, error) {
+			req.n = n
+			res, err := e.Request(pid, req, time.Minute).Result()
+			if err != nil {
+				return 0, err
+			}
+			return res.(int), nil
+		}
+	}
+	stop = func() {
+		e.Poison(pid)
+		wg.Wait()
+	}
+	return newClient, stop
+}

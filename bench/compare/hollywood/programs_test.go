@@ -67,8 +67,23 @@ func TestCountingAndForkJoin(t *testing.T) {
 	e, err := NewEngine()
 	require.NoError(t, err)
 	require.Equal(t, 10_000, Counting(e, 10_000))
+	require.Equal(t, 10_000, CountingActor(e, 10_000))
 	fj := bench.ForkJoinSize{Actors: 7, Messages: 300}
 	require.Equal(t, fj.Total(), ForkJoin(e, fj))
 	require.Equal(t, 1001, Cycle(e, bench.PingPongSize(1001)))
 	require.Equal(t, 1000, Cycle(e, bench.TokenRingSize(1000)))
+}
+
+func TestEchoServer(t *testing.T) {
+	newClient, stop := EchoServer(newEngine(t))
+	a, b := newClient(), newClient()
+	for i := range 100 {
+		v, err := a(i)
+		require.NoError(t, err)
+		require.Equal(t, i+1, v)
+		v, err = b(-i)
+		require.NoError(t, err)
+		require.Equal(t, 1-i, v)
+	}
+	stop()
 }

@@ -657,3 +657,87 @@ func ForkJoin(sys *actor.ActorSystem, sz bench.ForkJoinSize) int {
 	}
 	return stopAll(sys, &wg, actors, func(a *forkJoinActor) int { return a.recs })
 }
+
+// ---- counting from an actor ------------------------------------------------
+
+type countingProducer struct {
+	stopper
+	counter *actor.PID
+	n       int
+	total   int
+}
+
+type countingStart struct{ _ int }
+
+func (a *countingProducer) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *countingStart:
+		inc := &countingInc{}
+		for i := 0; i < a.n; i++ {
+			ctx.Send(a.counter, inc)
+		}
+		ctx.Request(a.counter, &countingGet{})
+	case int:
+		a.total = m
+		ctx.Stop(ctx.Self())
+	case *actor.Stopped:
+		a.stopped()
+	}
+}
+
+// CountingActor is Counting with an actor as the producer: one receive of
+// the producer sends n increments (one preallocated message) to the counter
+// and then requests its total, which the producer receives as a message
+// (Savina's counting). It returns the total.
+func CountingActor(sys *actor.ActorSystem, n int) int {
+	var wg sync.WaitGroup
+	wg.Add(2)
+	counter := spawn(sys, &countingActor{stopper: stopper{&wg}})
+	p := &countingProducer{stopper: stopper{&wg}, counter: counter, n: n}
+	sys.Root.Send(spawn(sys, p), &countingStart{})
+	wg.Wait()
+	sys.Shutdown()
+	return p.total
+}
+
+// ---- ask from a goroutine --------------------------------------------------
+
+type echoActor struct{ stopper }
+
+type echoReq struct{ n int }
+
+func (a *echoActor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *echoReq:
+		ctx.Respond(m.n + 1)
+	case *actor.Stopped:
+		a.stopped()
+	}
+}
+
+// EchoServer spawns an echo actor on sys, which answers a request for n
+// with n+1. newClient returns a function for one asking goroutine that asks
+// it once with RequestFuture(...).Result() (one preallocated request per
+// client); stop stops the actor, waits for it to stop and shuts sys down.
+func EchoServer(sys *actor.ActorSystem) (newClient func() func(n int) (int, error), stop func()) {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	pid := spawn(sys, &echoActor{stopper{&wg}})
+	newClient = func() func(int) (int, error) {
+		req := &echoReq{}
+		return func(n int) (int, error) {
+			req.n = n
+			res, err := sys.Root.RequestFuture(pid, req, time.Minute).Result()
+			if err != nil {
+				return 0, err
+			}
+			return res.(int), nil
+		}
+	}
+	stop = func() {
+		sys.Root.Stop(pid)
+		wg.Wait()
+		sys.Shutdown()
+	}
+	return newClient, stop
+}

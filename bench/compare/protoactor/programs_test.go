@@ -57,8 +57,23 @@ func TestChurn(t *testing.T) {
 
 func TestCountingAndForkJoin(t *testing.T) {
 	require.Equal(t, 10_000, Counting(NewSystem(), 10_000))
+	require.Equal(t, 10_000, CountingActor(NewSystem(), 10_000))
 	fj := bench.ForkJoinSize{Actors: 7, Messages: 300}
 	require.Equal(t, fj.Total(), ForkJoin(NewSystem(), fj))
 	require.Equal(t, 1001, Cycle(NewSystem(), bench.PingPongSize(1001)))
 	require.Equal(t, 1000, Cycle(NewSystem(), bench.TokenRingSize(1000)))
+}
+
+func TestEchoServer(t *testing.T) {
+	newClient, stop := EchoServer(NewSystem())
+	a, b := newClient(), newClient()
+	for i := range 100 {
+		v, err := a(i)
+		require.NoError(t, err)
+		require.Equal(t, i+1, v)
+		v, err = b(-i)
+		require.NoError(t, err)
+		require.Equal(t, 1-i, v)
+	}
+	stop()
 }

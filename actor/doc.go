@@ -141,7 +141,10 @@
 // timer or watch of an earlier one reaches; incarnations are never reused,
 // so one actor value can be spawned MaxIncarnations times, after which
 // Spawn returns ErrIncarnationsExhausted (spawn a new value instead, or
-// let the pool drop it). A panic in a behaviour terminates its actor as if
+// let the pool drop it). The incarnation lives in the embedded Actor:
+// reset a pooled actor's own fields, never the whole value (*a = T{} also
+// zeroes its Actor, which makes it new again, so that ports, timers and
+// watches of its earlier incarnations may reach the next one). A panic in a behaviour terminates its actor as if
 // with Finished: its Destroy and Release hooks do not run (its Stopped hook,
 // below, does); a panic in an actor's hook completes that termination; a
 // panic in a message's hook is reported and the actor, whose behaviour

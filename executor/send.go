@@ -21,7 +21,11 @@ import (
 //
 // Every Spawn of c starts a new incarnation, which no port, timer or watch
 // of an earlier one reaches. Incarnations are never reused: after
-// MaxIncarnations spawns, c is never spawned again.
+// MaxIncarnations spawns, c is never spawned again. The incarnation is kept
+// in c: a program that overwrites c (resetting the whole actor value,
+// *a = T{}) makes it new again, and ports, timers and watches of its
+// earlier incarnations may then reach the next one; reset the actor's own
+// fields instead.
 func Spawn[T any, A interface{ *T }](e *Executor, c *Cell, a A) error {
 	if uintptr(unsafe.Pointer(c))-uintptr(unsafe.Pointer(a)) >= unsafe.Sizeof(*a) {
 		panic("executor: Spawn: the cell is not inside the actor")

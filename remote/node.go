@@ -688,7 +688,11 @@ func (n *Node) noResponders(p *peer) {
 //	                                  and the server's "no responders" for sender
 //
 // where token is the random reply token this node gave the peer sender
-// (peer.inbox): an answer on any other subject is refused.
+// (peer.inbox): an answer on any other subject is refused. onMsg only
+// dispatches on the subject: data frames to onData, answers and statuses
+// to onAnswer, which check the frame and hand each record to the handler
+// of its kind (onSend, onRequest, onPing; onReply, onFailure, onPong,
+// onStatus). A subject outside the node's is malformed.
 func (n *Node) onMsg(m *nats.Msg) {
 	rest, ok := strings.CutPrefix(m.Subject, n.subjectDot)
 	if !ok {
@@ -736,8 +740,14 @@ func (n *Node) validReply(reply, sender string) bool {
 }
 
 // onData handles a frame published to <prefix>.<self>.<sender>: one-way
-// sends, requests and pings. Answers there are malformed: they come only
-// on the reply subject this node gave the sender.
+// sends, requests and pings. It checks the frame (version, a sender field
+// that names sender, a sequence number, a valid sender name and the reply
+// subject validReply wants), takes the sender's peer (which a frame proves
+// up), counts the gap in sequence numbers, then hands each record to the
+// handler of its kind: onSend, onRequest, onPing. Answers there (replies,
+// failures, pongs) are malformed: they come only on the reply subject this
+// node gave the sender. A malformed frame is dropped from the first record
+// that does not parse on; the records before it were handled.
 func (n *Node) onData(m *nats.Msg, sender string) {
 	r, ok := n.frameBody(m, sender)
 	seq := r.uvarint()
@@ -755,51 +765,106 @@ func (n *Node) onData(m *nats.Msg, sender string) {
 	n.sequence(from, seq)
 	exports := *n.exports.Load()
 	for len(r.b) > 0 {
-		kind := r.byte()
-		switch kind {
-		case kindSend, kindRequest:
-			name := r.bytes()
-			hash := r.u32()
-			var id, tmo uint64
-			if kind == kindRequest {
-				id = r.uvarint()
-				tmo = r.uvarint()
-			}
-			payload := r.bytes()
-			if r.err != nil {
-				break
-			}
-			n.st.received.Add(1)
-			from.rxNext++
-			ex := exports[string(name)]
-			switch {
-			case ex == nil:
-				n.st.unknownName.Add(1)
-				n.warn("remote: message for a name not exported, refused", "name", string(name), "from", sender)
-				if kind == kindRequest {
-					from.fail(id, codeUnknownName, string(name))
-				}
-			case ex.hash != hash || (kind == kindRequest && ex.request == nil):
-				n.st.wrongType.Add(1)
-				n.warn("remote: message of the wrong type, refused", "name", string(name), "from", sender)
-				if kind == kindRequest {
-					from.fail(id, codeWrongType, string(name))
-				}
-			case kind == kindSend:
-				ex.send(payload)
-			default:
-				ex.request(from, id, wireTimeout(tmo), payload)
-			}
+		var err error
+		switch r.byte() {
+		case kindSend:
+			err = n.onSend(from, exports, &r)
+		case kindRequest:
+			err = n.onRequest(from, exports, &r)
 		case kindPing:
-			from.answer([]byte{kindPong}, nil, false)
+			err = n.onPing(from)
 		default:
-			r.err = errMalformed
+			err = errMalformed
 		}
-		if r.err != nil {
+		if err != nil {
 			n.malformed(m)
 			return
 		}
 	}
+}
+
+// onSend handles the body of a send record, read from r, from the peer
+// from: name(string) type(4 bytes) payload(string). A body cut short or
+// with a string longer than what is left is malformed: it returns
+// errMalformed and counts nothing. Otherwise the message is received
+// (Stats.Received, and from's expected sequence number moves on) and
+// delivered to the port exported under name, if it is exported and of that
+// type; else it is refused, counted (Stats.UnknownName or
+// Stats.WrongType) and logged. An undecodable payload is the export's to
+// count (Stats.DecodeErrors), not malformed here.
+func (n *Node) onSend(from *peer, exports map[string]*export, r *reader) error {
+	name := r.bytes()
+	hash := r.u32()
+	payload := r.bytes()
+	if r.err != nil {
+		return r.err
+	}
+	n.st.received.Add(1)
+	from.rxNext++
+	if ex, _ := n.exportFor(exports, name, hash, false, from.name); ex != nil {
+		ex.send(payload)
+	}
+	return nil
+}
+
+// onRequest handles the body of a request record, read from r, from the
+// peer from: name(string) type(4 bytes) id(uvarint) timeout-µs(uvarint)
+// payload(string). A body cut short, with a varint that does not end or
+// a string longer than what is left, is malformed: it returns errMalformed
+// and counts nothing. Otherwise the request is received (Stats.Received,
+// and from's expected sequence number moves on) and handed to the request
+// port exported under name, with its timeout saturated (wireTimeout); if
+// name is not exported, or not as a request port of that type, it is
+// refused, counted, logged and failed back to from (codeUnknownName,
+// codeWrongType).
+func (n *Node) onRequest(from *peer, exports map[string]*export, r *reader) error {
+	name := r.bytes()
+	hash := r.u32()
+	id := r.uvarint()
+	tmo := r.uvarint()
+	payload := r.bytes()
+	if r.err != nil {
+		return r.err
+	}
+	n.st.received.Add(1)
+	from.rxNext++
+	ex, code := n.exportFor(exports, name, hash, true, from.name)
+	if ex == nil {
+		from.fail(id, code, string(name))
+		return nil
+	}
+	ex.request(from, id, wireTimeout(tmo), payload)
+	return nil
+}
+
+// exportFor returns the export of exports that a send or (request set) a
+// request record from the node sender names, with its type's hash. If
+// there is none it returns nil and the failure code to answer a request
+// with, after counting and logging the refusal: codeUnknownName for a name
+// not exported, codeWrongType for another type, or for a request to a port
+// exported for one-way sends.
+func (n *Node) exportFor(exports map[string]*export, name []byte, hash uint32, request bool, sender string) (*export, byte) {
+	ex := exports[string(name)]
+	switch {
+	case ex == nil:
+		n.st.unknownName.Add(1)
+		n.warn("remote: message for a name not exported, refused", "name", string(name), "from", sender)
+		return nil, codeUnknownName
+	case ex.hash != hash || (request && ex.request == nil):
+		n.st.wrongType.Add(1)
+		n.warn("remote: message of the wrong type, refused", "name", string(name), "from", sender)
+		return nil, codeWrongType
+	}
+	return ex, 0
+}
+
+// onPing handles a ping record (it has no body, so it is never malformed)
+// from the peer from: it answers with a pong, in a frame of its own to the
+// reply subject of the ping's frame. Pings are not numbered: from's
+// expected sequence number stays.
+func (n *Node) onPing(from *peer) error {
+	_ = from.answer([]byte{kindPong}, nil, false)
+	return nil
 }
 
 // sequence checks the sequence number seq of a data frame from the peer
@@ -833,11 +898,17 @@ func (n *Node) sender(name, reply string) *peer {
 }
 
 // onAnswer handles a message on <prefix>.<self>.<sender>.<token>, the reply
-// subject of the frames this node publishes to sender: if token is the
-// peer's, replies, failures and pongs from sender, or the server's "no
-// responders" status for it. Anything else is malformed: an answer on
-// another token (made up, or given to a previous incarnation of this
-// node), and a status anywhere else.
+// subject of the frames this node publishes to sender. If token is the
+// peer's, it takes the server's "no responders" status for sender
+// (onStatus), or a frame from sender (version and a sender field that
+// names sender), which proves the peer up, and hands each of its records
+// to the handler of its kind: onReply, onFailure, onPong. Anything else is
+// malformed: an answer on another token (made up, or given to a previous
+// incarnation of this node), data records (sends, requests, pings), and a
+// status anywhere else. This node's own pong to another Connect's check
+// of its name (claimName) is dropped without a count. A malformed frame is
+// dropped from the first record that does not parse on; the records before
+// it were handled.
 func (n *Node) onAnswer(m *nats.Msg, sender, token string) {
 	n.mu.Lock()
 	p := n.peers[sender]
@@ -854,9 +925,7 @@ func (n *Node) onAnswer(m *nats.Msg, sender, token string) {
 	}
 	if len(m.Data) == 0 && m.Header != nil {
 		n.st.framesIn.Add(1)
-		if m.Header.Get("Status") == "503" {
-			n.noResponders(p)
-		} else {
+		if err := n.onStatus(p, m.Header); err != nil {
 			n.malformed(m)
 		}
 		return
@@ -870,32 +939,81 @@ func (n *Node) onAnswer(m *nats.Msg, sender, token string) {
 		p.markUp() // it answered: it is up
 	}
 	for len(r.b) > 0 {
+		var err error
 		switch r.byte() {
 		case kindReply:
-			id := r.uvarint()
-			payload := r.bytes()
-			if r.err == nil {
-				n.complete(id, p, result{payload: payload})
-			}
+			err = n.onReply(p, &r)
 		case kindFailure:
-			id := r.uvarint()
-			code := r.byte()
-			text := r.bytes()
-			if r.err == nil {
-				if code == 0 || code >= codeConnClosed {
-					code = codeOther
-				}
-				n.complete(id, p, result{code: code, text: string(text)})
-			}
+			err = n.onFailure(p, &r)
 		case kindPong:
+			err = n.onPong(p)
 		default:
-			r.err = errMalformed
+			err = errMalformed
 		}
-		if r.err != nil {
+		if err != nil {
 			n.malformed(m)
 			return
 		}
 	}
+}
+
+// onStatus handles a NATS status message (no data, a header) on the reply
+// subject of the peer p, which the server sends there when a frame
+// published to p found no subscription: status 503, "no responders",
+// marks p down and fails its pending asks (noResponders). Any other status
+// (or none) is malformed: it returns errMalformed and changes nothing.
+func (n *Node) onStatus(p *peer, h nats.Header) error {
+	if h.Get("Status") != "503" {
+		return errMalformed
+	}
+	n.noResponders(p)
+	return nil
+}
+
+// onReply handles the body of a reply record, read from r, from the peer
+// p: id(uvarint) payload(string). A body cut short, with a varint that
+// does not end or a string longer than what is left, is malformed: it
+// returns errMalformed and completes nothing. Otherwise the payload
+// completes the pending ask id if p was asked it (complete); an answer to
+// no such ask is late (Stats.LateReplies) and dropped, not malformed.
+func (n *Node) onReply(p *peer, r *reader) error {
+	id := r.uvarint()
+	payload := r.bytes()
+	if r.err != nil {
+		return r.err
+	}
+	n.complete(id, p, result{payload: payload})
+	return nil
+}
+
+// onFailure handles the body of a failure record, read from r, from the
+// peer p: id(uvarint) code(1 byte) text(string). A body cut short, with a
+// varint that does not end or a string longer than what is left, is
+// malformed: it returns errMalformed and completes nothing. Otherwise it
+// fails the pending ask id if p was asked it (complete), with the code, or
+// codeOther for 0 and the local codes (codeConnClosed and above) that no
+// node sends; an answer to no such ask is late (Stats.LateReplies) and
+// dropped, not malformed.
+func (n *Node) onFailure(p *peer, r *reader) error {
+	id := r.uvarint()
+	code := r.byte()
+	text := r.bytes()
+	if r.err != nil {
+		return r.err
+	}
+	if code == 0 || code >= codeConnClosed {
+		code = codeOther
+	}
+	n.complete(id, p, result{code: code, text: string(text)})
+	return nil
+}
+
+// onPong handles a pong record from the peer p, the answer to a probe
+// (prober) or to claimName's ping. It has no body, so it is never
+// malformed, and does nothing of its own: the frame that carried it marked
+// p up, as any answer frame from p does.
+func (n *Node) onPong(p *peer) error {
+	return nil
 }
 
 func (n *Node) malformed(m *nats.Msg) {

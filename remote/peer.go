@@ -53,7 +53,8 @@ type peer struct {
 
 	// rxNext is the sequence number of the next message (send or
 	// request) expected from the peer, rxSeen whether one came: read and
-	// written only by the node's subscription goroutine (Node.onData).
+	// written only by the node's subscription goroutine (Node.onData,
+	// onSend and onRequest).
 	rxNext uint64
 	rxSeen bool
 

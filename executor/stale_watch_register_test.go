@@ -87,3 +87,55 @@ func TestStaleWatchKeepsNextIncarnationRegistered(t *testing.T) {
 	assert.ErrorIs(t, p2.Send(&item{}), ErrStopped)
 	assert.Equal(t, before, e.Stats().MessagesSent, "a refused send is counted sent")
 }
+
+// A send to an extended actor whose private queue no forced Stop closed (it
+// was not in the registry when the Stop took it; here the test takes it
+// out) finds the queue open and the mailboxes closed: its drain token is
+// refused, and nobody would drain the queue. The send used to return nil,
+// its message lost, counted sent. It reports ErrStopped, the message stays
+// the sender's (not counted sent), and the queue is closed: later sends
+// report ErrStopped too.
+func TestSendToUnregisteredQueueAfterForcedStop(t *testing.T) {
+	e, err := Start(Config{Workers: 2})
+	require.NoError(t, err)
+	a := &plainSink{}
+	require.NoError(t, SpawnWith(e, &a.cell, a, SpawnOptions{OnPanic: Restart}))
+	p, err := Bind(&a.cell, a, (*plainSink).onItem)
+	require.NoError(t, err)
+	x := a.cell.ext.Load()
+	require.NotNil(t, x)
+	require.NotNil(t, x.pq)
+	e.unextended(&a.cell, x) // a registration the Stop does not see
+	forceStop(t, e)
+	before := e.Stats().MessagesSent
+	assert.ErrorIs(t, p.Send(&item{}), ErrStopped)
+	assert.ErrorIs(t, p.Send(&item{}), ErrStopped)
+	assert.Equal(t, before, e.Stats().MessagesSent, "a refused send is counted sent")
+	x.pq.mu.Lock()
+	closed, n := x.pq.closed, x.pq.ring.n
+	x.pq.mu.Unlock()
+	assert.True(t, closed, "the queue nobody drains is left open")
+	assert.Zero(t, n)
+}
+
+// abandon, on the queue a forced Stop left open, takes the caller's message
+// back and returns the ones queued after it, for the caller to drop; on a
+// closed queue it does nothing (the closer took and counted them).
+func TestAbandonTakesTheSendersMessageBack(t *testing.T) {
+	var q privQueue
+	var c Cell
+	mine, other := &item{}, &item{}
+	env := envelope{cell: &c, msg: mine, want: 1}
+	require.Equal(t, putKick, q.offer(&env, 0, Reject, false).res)
+	later := envelope{cell: &c, msg: other, want: 1}
+	require.Equal(t, putQueued, q.offer(&later, 0, Reject, false).res)
+	rest, ok := q.abandon(&env)
+	assert.True(t, ok)
+	require.Len(t, rest, 1)
+	assert.Same(t, other, rest[0].msg)
+	assert.True(t, q.closed)
+	rest, ok = q.abandon(&env)
+	assert.False(t, ok)
+	assert.Empty(t, rest)
+	assert.Equal(t, putClosed, q.offer(&env, 0, Reject, false).res)
+}

@@ -182,10 +182,12 @@
 // notified; Release runs (for Delete); Stop counts the actor gone; then
 // the message's own hooks run. Plain actors (no option, hook or watcher)
 // skip what they lack. After a forced Stop, actors still alive run Stopped
-// (on a goroutine that Stop starts and waits for, before it returns) and
-// their watchers get ReasonStopped; when a worker stays inside a behaviour
-// past Stop's one-second wait, the actor whose behaviour or hook that
-// worker is running does not run Stopped, every other actor does.
+// (on a goroutine that Stop starts and waits for, before it returns), their
+// watchers get ReasonStopped, and sends to them report ErrStopped, whatever
+// a watch through a port of an earlier incarnation did meanwhile; when a
+// worker stays inside a behaviour past Stop's one-second wait, the actor
+// whose behaviour or hook that worker is running does not run Stopped,
+// every other actor does.
 //
 // # Bounded mailboxes
 //

@@ -171,13 +171,16 @@ func (q *privQueue) offer(env *envelope, bound int, overflow Overflow, wait bool
 //
 // A queued message belongs to the queue: it is delivered, evicted by
 // DropOldest, or dropped and counted by the close of the queue (a dead
-// letter when the actor ends, undelivered at a forced Stop). So put does
-// not report the drain token it sends for a queue it found idle: that
-// token is refused only when the actor has begun to end, or when a forced
-// Stop has closed the mailboxes; either way the queue is closed after the
-// message was queued (a termination closes it in extTerm's termDead step,
-// a forced Stop in stopExts, before it closes the mailboxes), and that
-// close counts the message.
+// letter when the actor ends, undelivered at a forced Stop). The drain
+// token put sends for a queue it found idle is refused when the actor has
+// begun to end (a termination closes the queue in extTerm's termDead step,
+// which counts the message), or when a forced Stop has closed the
+// mailboxes. In the latter case the Stop closed the queue (stopExts,
+// before the mailboxes), which counted the message, unless the actor was
+// not in its registry; then nobody would drain the queue: put closes it
+// (abandon) and returns ErrStopped, the message not queued, staying the
+// sender's and not counted sent, and drops the messages other senders
+// queued after it (a request among them ends with ErrStopped).
 func (q *privQueue) put(c *Cell, x *cellExt, coff, want uint32, fn unsafe.Pointer, msg any, ctx context.Context) error {
 	e := x.exec // the executor the queue belongs to, whatever the cell names now (see cellExt.exec)
 	env := envelope{cell: c, fn: fn, msg: msg, coff: coff, want: want}
@@ -188,10 +191,21 @@ func (q *privQueue) put(c *Cell, x *cellExt, coff, want uint32, fn unsafe.Pointe
 		o := q.offer(&env, x.bound, x.overflow, wait)
 		switch o.res {
 		case putQueued, putKick:
-			e.sup.privSent.Add(1)
-			if o.res == putKick {
-				_ = sendControl(c, want, drainMsg) // refused: the queue's close counts msg (see above)
+			if o.res == putKick && sendControl(c, want, drainMsg) == ErrStopped {
+				// The mailboxes are closed (a forced Stop). Unless that
+				// Stop closed the queue (stopExts, before the
+				// mailboxes), nobody will: take msg back.
+				rest, mine := q.abandon(&env)
+				for _, r := range rest {
+					dropped(r.msg, ErrStopped)
+				}
+				if mine {
+					return ErrStopped // not counted sent: privSent was not added
+				}
 			}
+			// After the drain token: a Stats snapshot may lag a send,
+			// never count one refused (see Stats.MessagesSent).
+			e.sup.privSent.Add(1)
 			if o.flood {
 				privFloodYield(e, q, o.seq)
 			}
@@ -225,6 +239,30 @@ func (q *privQueue) put(c *Cell, x *cellExt, coff, want uint32, fn unsafe.Pointe
 	}
 }
 
+// abandon is put's close of a queue that a forced Stop left open when it
+// closed the mailboxes, so that no drain token can be sent and nobody will
+// drain it: if the queue is open it closes it, takes env (the caller's
+// message, queued by its offer) out, reporting mine, and returns the rest
+// (messages queued after env by senders that found the token on its way),
+// for the caller to drop after q.mu is released. It does nothing if the
+// queue is closed: its closer took env, and counts it.
+func (q *privQueue) abandon(env *envelope) (rest []envelope, mine bool) {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return nil, false
+	}
+	rest = q.closeLocked()
+	q.mu.Unlock()
+	for i := len(rest) - 1; i >= 0; i-- {
+		r := &rest[i]
+		if r.fn == env.fn && r.cell == env.cell && r.coff == env.coff && r.want == env.want && erased.Data(r.msg) == erased.Data(env.msg) {
+			return append(rest[:i], rest[i+1:]...), true
+		}
+	}
+	return rest, false // evicted by a DropOldest send: it counted the drop
+}
+
 // close closes the queue (later puts fail, waiting SendContext callers
 // wake) and returns what it held, for the caller to drop after q.mu is
 // released: dropping a request completes it, and its Reply may be sent to
@@ -232,6 +270,11 @@ func (q *privQueue) put(c *Cell, x *cellExt, coff, want uint32, fn unsafe.Pointe
 func (q *privQueue) close() []envelope {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	return q.closeLocked()
+}
+
+// closeLocked is close, called with q.mu held.
+func (q *privQueue) closeLocked() []envelope {
 	q.closed = true
 	q.signalRoom()
 	var rest []envelope

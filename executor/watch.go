@@ -57,7 +57,9 @@ func (x *cellExt) finish(obj any, r Reason, err error) int {
 // incarnation target is bound to terminates, for whatever reason, or at
 // once if it already has. The notice is sent through notify like any
 // message: if notify's actor has a bounded mailbox, its overflow policy
-// applies to the notice too. Errors: ErrNotSpawned (a zero target, or a
+// applies to the notice too. A watch through a port of an incarnation that
+// ends while Watch runs never touches a later incarnation (a forced Stop
+// still finishes that one: its Stopped hook, its watchers). Errors: ErrNotSpawned (a zero target, or a
 // zero notify port: nothing would receive the notification); ErrTerminated
 // (notify's actor has terminated: it would never receive it).
 func Watch[M any](target Port[M], notify Port[*Terminated]) error {
@@ -106,8 +108,10 @@ func WatchChan[M any](target Port[M]) (<-chan *Terminated, error) {
 // (watchGone). After a forced Stop has closed the executor, or taken the
 // registry (sup.stopped), a watch notifies itself (ReasonStopped): the
 // Stop finishes only what it took. The extension is used only if the word
-// is unchanged after it was loaded, so a watch through an old port never
-// takes, or replaces, a later incarnation's extension; an extension whose
+// is unchanged after it was loaded, and registered only if the word is
+// unchanged under sup.mu (registerWatched), so a watch through an old port
+// never takes, or replaces, a later incarnation's extension or its registry
+// entry; an extension whose
 // inc is the current incarnation's is never replaced while it lives or
 // ends.
 //
@@ -154,7 +158,10 @@ func watch(c *Cell, want uint32, wt watcher) *cellExt {
 		}
 		switch phaseOf(s) {
 		case phaseAlivePlain:
-			if !e.registerWatched(c, x) {
+			if testHookWatchRegister != nil {
+				testHookWatchRegister()
+			}
+			if !e.registerWatched(c, x, s) {
 				// A forced Stop has finished the extended actors already.
 				if x.detach(e, c, wt) && wt.notify(&Terminated{Reason: ReasonStopped, Err: ErrStopped}) {
 					e.sup.notices.Add(1)
@@ -220,15 +227,29 @@ func (x *cellExt) unwatch(wt watcher) bool {
 	return true
 }
 
-// registerWatched adds x, the extension a watch made for the plain actor c, to
-// e's registry of extended actors, so that a forced Stop finishes it; it
-// reports false, registering nothing, if a forced Stop has taken the
-// registry already.
-func (e *Executor) registerWatched(c *Cell, x *cellExt) bool {
+// registerWatched adds x, the extension a watch made for the plain actor c
+// whose word it loaded as s, to e's registry of extended actors, so that a
+// forced Stop finishes it; it reports false, registering nothing, if a
+// forced Stop has taken the registry already.
+//
+// It registers x only if c's word is still s, read under sup.mu: while
+// sup.stopped is clear, a word that has left s never comes back to it (see
+// lifecycle.go: only a Spawn aborted in a closed executor restores a word,
+// and a forced Stop sets sup.stopped before it closes the executor), so the
+// watch's CAS from s that follows fails, and the watch looks again. This is what
+// keeps a stale watch (its incarnation ended meanwhile) from replacing the
+// entry of a later incarnation spawned extended, which its detach would then
+// delete: Spawn stores the later word (publishAlive) before it takes sup.mu
+// to register (extended), so a load under sup.mu that still sees s comes
+// before that registration, which then replaces x.
+func (e *Executor) registerWatched(c *Cell, x *cellExt, s uint32) bool {
 	e.sup.mu.Lock()
 	defer e.sup.mu.Unlock()
 	if e.sup.stopped {
 		return false
+	}
+	if c.state.Load() != s {
+		return true // moved on: the CAS that follows fails
 	}
 	if e.sup.exts == nil {
 		e.sup.exts = make(map[*Cell]*cellExt)
@@ -240,6 +261,11 @@ func (e *Executor) registerWatched(c *Cell, x *cellExt) bool {
 // testHookWatch, if set, is called by watch after each load of the word:
 // a test ends and re-spawns the incarnation there.
 var testHookWatch func()
+
+// testHookWatchRegister, if set, is called by watch before it registers
+// the extension of a plain actor: a test ends the incarnation and spawns the
+// next one there.
+var testHookWatchRegister func()
 
 // testHookWatchExtend, if set, is called by watch before its CAS that
 // extends a plain actor: a test terminates the actor there.

@@ -50,7 +50,10 @@ package executor
 // mailbox is held by one worker at a time), so no two goroutines end one
 // incarnation. A forced Stop takes no transition: an alive word whose
 // executor has closed counts as dead (Cell.Alive, Spawn), and stopExts
-// finishes the extended actors' watches without touching their words.
+// finishes the extended actors' watches without touching their words,
+// except those of the actors whose code a worker it gave up on runs: that
+// worker is their terminating worker, and ends each still alive once its
+// code returns (endAtStop: startExtEnd, finishExtEnd, reasonNormal).
 //
 // Why plain stores and CASes mix safely: Watch changes only the two plain
 // words (alive plain, ending plain), by CASes that clear a bit; the

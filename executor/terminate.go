@@ -145,6 +145,10 @@ type extTerm struct {
 	reason uint32
 	st     Allocation
 	step   uint8 // the next step to take (termStopped ... termDone)
+	// stopped: the end a forced Stop left to this worker (endAtStop):
+	// the Stopped hook and the watchers get ReasonStopped, and the
+	// private queue's messages are dropped with ErrStopped.
+	stopped bool
 }
 
 // The steps of extTerm.run, in order.
@@ -176,6 +180,26 @@ func (w *worker) terminateExt(c *Cell, x *cellExt, alive uint32, st Allocation, 
 	t.run(w)
 }
 
+// terminateStopped ends the extended incarnation x of c, still alive, whose
+// end a forced Stop left to this worker (see endAtStop): terminateExt's
+// steps, without Destroy and Release (Nodelete), with ReasonStopped for
+// the Stopped hook and the watchers. The word takes the same transitions
+// (ending, then dead, with reasonNormal: the word holds no ReasonStopped).
+func (w *worker) terminateStopped(c *Cell, x *cellExt) {
+	t := extTerm{c: c, x: x, obj: c.obj, inc: x.inc, reason: reasonNormal, st: Nodelete, stopped: true}
+	w.st.ActorsTerminated++
+	c.startExtEnd(t.inc, t.reason)
+	t.run(w)
+}
+
+// why is the reason the Stopped hook and the watchers get.
+func (t *extTerm) why() Reason {
+	if t.stopped {
+		return ReasonStopped
+	}
+	return reasonOf(t.reason)
+}
+
 // run takes the steps of t from t.step on. A step is counted taken before
 // its hook runs, so a hook that calls runtime.Goexit (which safeCall cannot
 // stop) is not run again: the deferred call records it and takes the
@@ -199,7 +223,7 @@ func (t *extTerm) run(w *worker) {
 		switch t.step - 1 {
 		case termStopped:
 			if x.stopper != nil {
-				if r, ok := safeCall(func() { x.stopper.Stopped(reasonOf(t.reason)) }); !ok {
+				if r, ok := safeCall(func() { x.stopper.Stopped(t.why()) }); !ok {
 					w.hookPanicked(x, r, "Stopped")
 				}
 			}
@@ -212,6 +236,12 @@ func (t *extTerm) run(w *worker) {
 		case termDead:
 			if q := x.pq; q != nil {
 				for _, env := range q.close() {
+					if t.stopped { // as the rest of a batch at a forced stop
+						w.st.Dropped++
+						w.e.undeliver.Add(1)
+						dropped(env.msg, ErrStopped)
+						continue
+					}
 					w.st.private++
 					w.st.DeadLetters++
 					w.e.noteDead(env.msg)
@@ -222,9 +252,11 @@ func (t *extTerm) run(w *worker) {
 			var err error
 			if t.reason != reasonNormal && x.lastPanic != nil {
 				err = x.lastPanic
+			} else if t.stopped {
+				err = ErrStopped
 			}
 			w.e.unextended(c, x) // before the notices: a watcher told finds nothing left
-			w.e.sup.notices.Add(uint64(x.finish(t.obj, reasonOf(t.reason), err)))
+			w.e.sup.notices.Add(uint64(x.finish(t.obj, t.why(), err)))
 		case termRelease:
 			if r, ok := t.obj.(Releaser); ok && t.st == Delete {
 				if rv, ok := safeCall(r.Release); !ok {
@@ -238,10 +270,12 @@ func (t *extTerm) run(w *worker) {
 }
 
 // stopExts finishes, at a forced Stop, the extended actors still alive:
-// their Stopped hooks run, except those of busy, the actors whose code a
-// worker that Stop gave up on is running (allExited is false then), and
-// their watchers are told ReasonStopped. It returns the messages their
-// private queues still held (undelivered).
+// their Stopped hooks run and their watchers are told ReasonStopped. It
+// leaves out busy, the actors whose code a worker that Stop gave up on is
+// running (allExited is false then), but for closing their private queues:
+// each one's worker ends it when that code returns (endAtStop), so that
+// its hook, Alive false and its watchers come in that order there too. It
+// returns the messages the private queues still held (undelivered).
 func (e *Executor) stopExts(allExited bool, busy []*Cell) int64 {
 	e.sup.mu.Lock()
 	exts := e.sup.exts
@@ -252,11 +286,11 @@ func (e *Executor) stopExts(allExited bool, busy []*Cell) int64 {
 		if c.state.Load()|cellPlain != x.inc|cellAlive|cellPlain {
 			continue
 		}
+		mine := !cellIn(busy, c) // else left to its worker, but for its queue
 		// A Stopper is extended from its spawn: every delivery to it is
 		// marked (see deliverExtClaimed), so unless it is busy no worker
 		// runs its code, nor will.
-		hook := x.stopper != nil && !cellIn(busy, c)
-		if hook {
+		if mine && x.stopper != nil {
 			stopped := func() {
 				// A Stop the hook calls is still one from the stop itself.
 				prev := e.stop.runner.Swap(selfID())
@@ -273,10 +307,16 @@ func (e *Executor) stopExts(allExited bool, busy []*Cell) int64 {
 				left++
 			}
 		}
-		x.mu.Lock() // finish, on a worker still stuck in its behaviour (busy), may be writing obj
+		if !mine {
+			continue
+		}
+		// A worker still stuck in the behaviour of an actor that a Watch
+		// extended (unmarked: not in busy) may be finishing it, writing
+		// x.obj.
+		x.mu.Lock()
 		obj := x.obj
 		x.mu.Unlock()
-		if obj == nil && (allExited || hook) {
+		if obj == nil && (allExited || x.stopper != nil) {
 			obj = c.obj // no worker runs its code: nothing writes it now
 		}
 		e.sup.notices.Add(uint64(x.finish(obj, ReasonStopped, ErrStopped)))

@@ -182,7 +182,12 @@
 // (on a goroutine that Stop starts and waits for, before it returns) and
 // their watchers get ReasonStopped; when a worker stays inside a behaviour
 // past Stop's one-second wait, the actor whose behaviour or hook that
-// worker is running does not run Stopped, every other actor does.
+// worker is running is left to it: once that code returns, if the actor
+// is still alive, the worker runs its Stopped hook (ReasonStopped), then
+// Alive reports false, then its watchers get ReasonStopped, after Stop
+// returned; its Destroy and Release hooks do not run. So for every actor,
+// Stopped runs before Alive reports false, and that before watchers are
+// notified.
 //
 // # Bounded mailboxes
 //

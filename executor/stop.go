@@ -38,7 +38,8 @@ type stopState struct {
 func (s *stopState) init() { s.done = make(chan struct{}) }
 
 // forcedStopGrace bounds how long a forced Stop waits for workers to leave
-// the behaviours they are running.
+// the behaviours they are running, and then, again, how long it waits for
+// the Stopped hooks it runs (all of them together).
 const forcedStopGrace = time.Second
 
 // Stop waits until every actor has terminated, then stops the workers and
@@ -46,8 +47,9 @@ const forcedStopGrace = time.Second
 // anyway (each worker finishes the behaviour it is running, if any, and drops
 // the rest of its batch; Stop waits up to forcedStopGrace, one second, for a
 // worker to leave its behaviour, then returns without it), runs the Stopped
-// hooks of the actors still alive on a goroutine it starts and waits for,
-// tells their watchers ReasonStopped, and returns an error
+// hooks of the actors still alive, one after another, on a goroutine it
+// starts, tells their watchers ReasonStopped as each hook returns, and
+// returns an error
 // wrapping ErrActorsAlive and ctx's
 // cause that says how many actors were still alive; those actors count as
 // terminated from then on (Cell.Alive reports false once every worker has
@@ -57,7 +59,13 @@ const forcedStopGrace = time.Second
 // actor is still alive, the worker ends it there, after Stop returned, in
 // the order of every termination: its Stopped hook runs (ReasonStopped),
 // Cell.Alive reports false, its watchers are told ReasonStopped
-// (ErrStopped); its Destroy and Release hooks do not run.
+// (ErrStopped); its Destroy and Release hooks do not run. Stop waits for
+// the Stopped hooks it runs at most forcedStopGrace in all; then it returns
+// an error wrapping ErrActorsAlive that says how many hooks had not
+// returned (naming the type of one of their actors), and leaves them
+// running: each of their actors refuses sends, Cell.Alive reports true
+// until its hook has returned, then false, and then its watchers are told
+// ReasonStopped. A hook that never returns keeps its actor alive.
 //
 // The error also reports, joined: every panic that terminated an actor, or
 // came out of a hook or OnError (*PanicError, errors.Is(err, ErrPanic); a
@@ -173,7 +181,13 @@ func (e *Executor) runStop(ctx context.Context) error {
 		dead += w.pub.DeadLetters
 		w.pubMu.Unlock()
 	}
-	queued := e.stopExts(allExited, busy) // extended actors still alive (a forced stop)
+	// The extended actors still alive (a forced stop): their hooks get
+	// forcedStopGrace in all.
+	queued, late, lateActor := e.stopExts(allExited, busy, forcedStopGrace)
+	if late > 0 {
+		errs = append(errs, fmt.Errorf("%w: %d Stopped hooks still running %v after the stop (one of a %T); they go on, and their actors' watchers are told when each returns",
+			ErrActorsAlive, late, forcedStopGrace, lateActor))
+	}
 	if allExited {
 		e.closed.Store(true) // after the Stopped hooks: see Executor.closed
 	} else {

@@ -179,8 +179,11 @@
 // notified; Release runs (for Delete); Stop counts the actor gone; then
 // the message's own hooks run. Plain actors (no option, hook or watcher)
 // skip what they lack. After a forced Stop, actors still alive run Stopped
-// (on a goroutine that Stop starts and waits for, before it returns) and
-// their watchers get ReasonStopped; when a worker stays inside a behaviour
+// (one after another, on a goroutine that Stop starts and waits for one
+// second in all) and their watchers get ReasonStopped as each hook
+// returns; a hook still running when Stop returns goes on, its actor
+// reports Alive until it returns, then false, then its watchers are told,
+// and Stop's error says how many hooks were still running; when a worker stays inside a behaviour
 // past Stop's one-second wait, the actor whose behaviour or hook that
 // worker is running is left to it: once that code returns, if the actor
 // is still alive, the worker runs its Stopped hook (ReasonStopped), then

@@ -22,7 +22,9 @@ type stopState struct {
 	// may be reused once its goroutine ends), else 0. OnError runs on that
 	// goroutine during a forced stop; a Stopped hook runs on a goroutine of
 	// its own (callAside), which stores its identity here while the hook
-	// runs (stopExts). A Stop that either calls must not wait for itself.
+	// runs (stopHooks.run) and puts the previous one back by a CAS after
+	// it, so that a runner that runStop cleared meanwhile stays cleared. A
+	// Stop that either calls must not wait for itself.
 	runner atomic.Uint64
 	// mu pairs runStop's look at the stuck workers' inExt markers with
 	// those workers' leaving (worker.leftExt): runStop loads each marker

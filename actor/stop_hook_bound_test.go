@@ -73,6 +73,10 @@ func TestForcedStopBoundsStoppedHooks(t *testing.T) {
 		!strings.Contains(err.Error(), "hookBoundSlow") {
 		t.Fatalf("Stop: %v; want ErrActorsAlive naming 1 Stopped hook still running, of a *hookBoundSlow", err)
 	}
+	// Its end has begun: sends fail as to any actor whose hooks run.
+	if err := hp.Send(&hookBoundMsg{}); !errors.Is(err, actor.ErrTerminated) {
+		t.Fatalf("a send to the actor whose hook runs: %v, want ErrTerminated", err)
+	}
 	if h.returned.Load() || !hp.Alive() {
 		t.Fatalf("after Stop: hook returned=%v, Alive=%v; want false, true", h.returned.Load(), hp.Alive())
 	}

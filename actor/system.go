@@ -169,7 +169,8 @@ func Start(opts ...Option) (*System, error) {
 // returns, and the error says how many. The actor whose code a stuck
 // worker is running is ended by that worker when the code returns (its
 // Stopped hook, then Alive false, then its watchers). After Stop, sends return ErrStopped
-// (ErrTerminated for an actor that had terminated before). Stop runs once: callers while it runs wait for it and get its
+// (ErrTerminated for an actor that had terminated before, or whose end,
+// left to a stuck worker or a hook still running, has begun). Stop runs once: callers while it runs wait for it and get its
 // result, a call after it has returned gets ErrStopped. Stop must not be
 // called from a behaviour, nor from a function that a timer's firing runs
 // (an AskFunc function called by its timeout): there it returns

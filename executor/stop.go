@@ -82,7 +82,8 @@ const forcedStopGrace = time.Second
 // Stats (WorkerStats.DeadLetters), so after a clean stop every undelivered
 // message is a dead letter of Stats. Stop returns nil when all is well.
 // After Stop, sends report ErrStopped, except to an actor that had
-// terminated before (ErrTerminated).
+// terminated before, or whose end (left to a worker, or a Stopped hook
+// Stop stopped waiting for) has begun (ErrTerminated).
 //
 // Stop runs once. Callers that call it while it runs wait for it and get
 // the same result (or, if their own context ends first, an error wrapping

@@ -182,12 +182,20 @@
 // notified; Release runs (for Delete); Stop counts the actor gone; then
 // the message's own hooks run. Plain actors (no option, hook or watcher)
 // skip what they lack. After a forced Stop, actors still alive run Stopped
-// (on a goroutine that Stop starts and waits for, before it returns), their
-// watchers get ReasonStopped, and sends to them report ErrStopped, whatever
-// a watch through a port of an earlier incarnation did meanwhile; when a
-// worker stays inside a behaviour past Stop's one-second wait, the actor
-// whose behaviour or hook that worker is running does not run Stopped,
-// every other actor does.
+// (one after another, on a goroutine that Stop starts and waits for, one
+// second in all); the watchers of an actor whose hook returned in time get
+// ReasonStopped as it returns, the actor reports Alive false once Stop has
+// returned, and sends to it report ErrStopped, whatever a watch through a
+// port of an earlier incarnation did meanwhile. A hook still running when
+// Stop returns goes on: its actor reports Alive until the hook returns,
+// then false, then its watchers are told; sends to it report ErrTerminated,
+// and Stop's error says how many hooks were still running. When a worker
+// stays inside a behaviour past Stop's one-second wait, the actor whose
+// behaviour or hook that worker is running is left to it: once that code
+// returns, if the actor is still alive, the worker runs its Stopped hook
+// (ReasonStopped), then Alive reports false, then its watchers get
+// ReasonStopped, after Stop returned; its Destroy and Release hooks do not
+// run.
 //
 // # Bounded mailboxes
 //

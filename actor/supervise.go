@@ -157,7 +157,9 @@ type Starter = executor.Starter
 //	func (a *T) Stopped(why actor.Reason)
 //
 // It runs on the actor's worker when the actor terminates, for any reason,
-// before Destroy and Release. A method of another signature (Stopped()
+// before Destroy and Release; at a Stop whose context ended, for an actor
+// still alive, on a goroutine of Stop's, which waits for such hooks one
+// second in all and leaves those still running to go on (see System.Stop). A method of another signature (Stopped()
 // without the reason, say) is not the hook and is never called: assert the
 // interface to catch that at compile time,
 //

@@ -162,10 +162,15 @@ func Start(opts ...Option) (*System, error) {
 // queued at the end (not those a bounded mailbox dropped by its overflow
 // policy: see Stats). A clean run returns nil. If a
 // worker is still inside a behaviour when ctx ends, Stop waits up to one
-// second for it, then returns anyway; before it returns, the Stopped hooks
-// of the actors still alive run, but for the actor whose code that worker
-// is running. After Stop, sends return ErrStopped
-// (ErrTerminated for an actor that had terminated before). Stop runs once: callers while it runs wait for it and get its
+// second for it, then returns anyway; then the Stopped hooks of the actors
+// still alive run, one after another (their watchers are told
+// ReasonStopped as each returns), and Stop waits for them one more second
+// in all: hooks still running then go on, their actors alive until each
+// returns, and the error says how many. The actor whose code a stuck
+// worker is running is ended by that worker when the code returns (its
+// Stopped hook, then Alive false, then its watchers). After Stop, sends return ErrStopped
+// (ErrTerminated for an actor that had terminated before, or whose end,
+// left to a stuck worker or a hook still running, has begun). Stop runs once: callers while it runs wait for it and get its
 // result, a call after it has returned gets ErrStopped. Stop must not be
 // called from a behaviour, nor from a function that a timer's firing runs
 // (an AskFunc function called by its timeout): there it returns

@@ -99,12 +99,17 @@ func (c *Cell) executor() *Executor {
 // refuses sends but still reports true: Alive turns false when they have
 // returned, so that the program may spawn it again from then on. An actor
 // still alive when its executor shut down (a Stop whose context ended)
-// counts as terminated.
+// counts as terminated once Stop has returned and every worker has exited,
+// except one whose Stopped hook that Stop runs had not returned by then:
+// it counts as alive until the hook returns.
 func (c *Cell) Alive() bool {
-	if k := c.state.Load() & cellKindMask; k != cellAlive && k != cellEnding {
-		return false
+	switch c.state.Load() & cellKindMask {
+	case cellEnding:
+		return true // its termination hooks run (a forced Stop's too, see stopExts)
+	case cellAlive:
+		return !c.executor().closed.Load()
 	}
-	return !c.executor().closed.Load()
+	return false
 }
 
 // Message is embedded, by value, in every message type (actor.Message is

@@ -43,14 +43,25 @@ package executor
 //	    finishPlainEnd    terminating worker    CAS, else store; endWatched: finish the watch
 //	alive extended -> ending (reason)
 //	    startExtEnd       terminating worker    store
+//	                      forced Stop           store, reasonNormal, under stop.mu
+//	                                            (a Stopped hook late: stopExts)
 //	ending (reason) -> dead (reason)
 //	    finishExtEnd      terminating worker    store
+//	                      Stop's hook goroutine store, after the late hook
 //
 // The terminating worker is the one running the incarnation's code (its
 // mailbox is held by one worker at a time), so no two goroutines end one
 // incarnation. A forced Stop takes no transition: an alive word whose
 // executor has closed counts as dead (Cell.Alive, Spawn), and stopExts
-// finishes the extended actors' watches without touching their words.
+// finishes the extended actors' watches without touching their words,
+// except those of the actors whose code a worker it gave up on runs: that
+// worker is their terminating worker, and ends each still alive once its
+// code returns (endAtStop: startExtEnd, finishExtEnd, reasonNormal); and
+// those whose Stopped hook it runs and has stopped waiting for (late): it
+// takes them to ending under stop.mu, and the goroutine running the hooks,
+// the only code of theirs that runs, takes each to dead once its hook has
+// returned (stopHooks.run). An ending word counts as alive even in a
+// closed executor (Cell.Alive), and no Spawn takes it.
 //
 // Why plain stores and CASes mix safely: Watch changes only the two plain
 // words (alive plain, ending plain), by CASes that clear a bit; the

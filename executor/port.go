@@ -82,8 +82,9 @@ func (p Port[M]) Alive() bool {
 		return false
 	}
 	st, want := p.cell.state.Load(), p.word()
-	if st|cellPlain != want && (incOf(st) != incOf(want) || st&cellKindMask != cellEnding) {
-		return false
+	if st|cellPlain != want {
+		// Ending: its termination hooks run (a forced Stop's too, see stopExts).
+		return incOf(st) == incOf(want) && st&cellKindMask == cellEnding
 	}
 	return !p.cell.executor().closed.Load()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -21,14 +22,26 @@ type stopState struct {
 	// may be reused once its goroutine ends), else 0. OnError runs on that
 	// goroutine during a forced stop; a Stopped hook runs on a goroutine of
 	// its own (callAside), which stores its identity here while the hook
-	// runs (stopExts). A Stop that either calls must not wait for itself.
+	// runs (stopHooks.run) and puts the previous one back by a CAS after
+	// it, so that a runner that runStop cleared meanwhile stays cleared. A
+	// Stop that either calls must not wait for itself.
 	runner atomic.Uint64
+	// mu pairs runStop's look at the stuck workers' inExt markers with
+	// those workers' leaving (worker.leftExt): runStop loads each marker
+	// and records busy under mu; a worker that leaves an extended actor's
+	// code after shutdown clears its marker, then looks in busy under mu.
+	// So for each such actor exactly one of them ends it: runStop, which
+	// saw the marker cleared (stopExts), or the worker, whose actor busy
+	// holds (endAtStop).
+	mu   sync.Mutex
+	busy []*Cell // guarded by mu: the actors left to their stuck workers
 }
 
 func (s *stopState) init() { s.done = make(chan struct{}) }
 
 // forcedStopGrace bounds how long a forced Stop waits for workers to leave
-// the behaviours they are running.
+// the behaviours they are running, and then, again, how long it waits for
+// the Stopped hooks it runs (all of them together).
 const forcedStopGrace = time.Second
 
 // Stop waits until every actor has terminated, then stops the workers and
@@ -36,13 +49,25 @@ const forcedStopGrace = time.Second
 // anyway (each worker finishes the behaviour it is running, if any, and drops
 // the rest of its batch; Stop waits up to forcedStopGrace, one second, for a
 // worker to leave its behaviour, then returns without it), runs the Stopped
-// hooks of the actors still alive on a goroutine it starts and waits for
-// (but not the hook of an actor whose code a worker it gave up on is still
-// running), tells their watchers ReasonStopped, and returns an error
+// hooks of the actors still alive, one after another, on a goroutine it
+// starts, tells their watchers ReasonStopped as each hook returns, and
+// returns an error
 // wrapping ErrActorsAlive and ctx's
 // cause that says how many actors were still alive; those actors count as
 // terminated from then on (Cell.Alive reports false once every worker has
-// left its behaviour) and may be spawned into another executor.
+// left its behaviour) and may be spawned into another executor. An
+// extended actor whose code (a behaviour or hook) a worker Stop gave up on
+// is still running is left to that worker: when the code returns, if the
+// actor is still alive, the worker ends it there, after Stop returned, in
+// the order of every termination: its Stopped hook runs (ReasonStopped),
+// Cell.Alive reports false, its watchers are told ReasonStopped
+// (ErrStopped); its Destroy and Release hooks do not run. Stop waits for
+// the Stopped hooks it runs at most forcedStopGrace in all; then it returns
+// an error wrapping ErrActorsAlive that says how many hooks had not
+// returned (naming the type of one of their actors), and leaves them
+// running: each of their actors refuses sends, Cell.Alive reports true
+// until its hook has returned, then false, and then its watchers are told
+// ReasonStopped. A hook that never returns keeps its actor alive.
 //
 // The error also reports, joined: every panic that terminated an actor, or
 // came out of a hook or OnError (*PanicError, errors.Is(err, ErrPanic); a
@@ -57,7 +82,8 @@ const forcedStopGrace = time.Second
 // Stats (WorkerStats.DeadLetters), so after a clean stop every undelivered
 // message is a dead letter of Stats. Stop returns nil when all is well.
 // After Stop, sends report ErrStopped, except to an actor that had
-// terminated before (ErrTerminated).
+// terminated before, or whose end (left to a worker, or a Stopped hook
+// Stop stopped waiting for) has begun (ErrTerminated).
 //
 // Stop runs once. Callers that call it while it runs wait for it and get
 // the same result (or, if their own context ends first, an error wrapping
@@ -137,13 +163,18 @@ func (e *Executor) runStop(ctx context.Context) error {
 	// The extended actors whose code a stuck worker runs: their Stopped
 	// hooks would run beside it (see deliverExtClaimed). Loaded after
 	// shutdown was stored.
+	// Their end is left to those workers (leftExt): decided under
+	// stop.mu, which their leaving takes too.
 	var busy []*Cell
 	if !allExited {
+		e.stop.mu.Lock()
 		for _, w := range e.workers {
 			if c := w.inExt.Load(); c != nil && w.state.Load() != workerExited {
 				busy = append(busy, c)
 			}
 		}
+		e.stop.busy = busy
+		e.stop.mu.Unlock()
 	}
 
 	e.timers.close() // the timer goroutine exits; pending timers are dropped, counted dead (timer.go)
@@ -153,7 +184,13 @@ func (e *Executor) runStop(ctx context.Context) error {
 		dead += w.pub.DeadLetters
 		w.pubMu.Unlock()
 	}
-	queued := e.stopExts(allExited, busy) // extended actors still alive (a forced stop)
+	// The extended actors still alive (a forced stop): their hooks get
+	// forcedStopGrace in all.
+	queued, late, lateActor := e.stopExts(allExited, busy, forcedStopGrace)
+	if late > 0 {
+		errs = append(errs, fmt.Errorf("%w: %d Stopped hooks still running %v after the stop (one of a %T); they go on, and their actors' watchers are told when each returns",
+			ErrActorsAlive, late, forcedStopGrace, lateActor))
+	}
 	if allExited {
 		e.closed.Store(true) // after the Stopped hooks: see Executor.closed
 	} else {
@@ -225,7 +262,8 @@ func (e *Executor) waitWorkers(grace time.Duration) bool {
 // deliverExtClaimed delivers env, whose actor is extended or whose
 // incarnation has ended, through deliverExt, marking the actor as running
 // on this worker (inExt) while its code runs, so that a forced Stop that
-// gives up on this worker does not run the actor's Stopped hook beside it.
+// gives up on this worker does not run the actor's Stopped hook beside it
+// and leaves the actor's end to this worker (leftExt).
 //
 // The marker pairs with Executor.shutdown, Dekker-style: the worker stores
 // inExt and then loads shutdown; Stop stores shutdown and, after its grace,
@@ -253,16 +291,52 @@ func (w *worker) deliverExtClaimed(env *envelope) {
 		return
 	}
 	w.deliverExt(env)
-	w.inExt.Store(nil)
+	w.leftExt(c)
 }
 
 // leaveExt clears inExt after the code of an extended actor ended by a
 // panic or runtime.Goexit (recovered, resume), which skipped the clearing
 // in deliverExtClaimed.
 func (w *worker) leaveExt() {
-	if w.inExt.Load() != nil {
-		w.inExt.Store(nil)
+	if c := w.inExt.Load(); c != nil {
+		w.leftExt(c)
 	}
+}
+
+// leftExt clears inExt, set for c, once c's code has returned. The clear
+// comes before the load of shutdown (Dekker-style with runStop, which
+// stores shutdown before it loads the markers): if shutdown is not set
+// yet, runStop will see the marker cleared and end c itself, if alive.
+// Else the worker decides under stop.mu whether runStop left c to it (c
+// is in stop.busy: runStop saw the marker before the clear) and, if so,
+// ends c as the forced stop would have (endAtStop).
+func (w *worker) leftExt(c *Cell) {
+	w.inExt.Store(nil)
+	if !w.e.shutdown.Load() {
+		return
+	}
+	s := &w.e.stop
+	s.mu.Lock()
+	mine := cellIn(s.busy, c)
+	s.mu.Unlock()
+	if mine {
+		w.endAtStop(c)
+	}
+}
+
+// endAtStop ends c, an extended actor that a forced Stop left to this
+// worker because its code was running here when Stop gave up waiting,
+// once that code has returned: if the incarnation is still alive, it
+// terminates as any extended actor does (terminateExt), with its Stopped
+// hook called with ReasonStopped and its watchers told ReasonStopped
+// (ErrStopped), after the dead store (Alive false). Neither Destroy nor
+// Release runs, as for every actor a forced stop finishes.
+func (w *worker) endAtStop(c *Cell) {
+	x := c.ext.Load()
+	if x == nil || c.state.Load()|cellPlain != x.inc|cellAlive|cellPlain {
+		return // ended by its own code (or never extended): nothing left
+	}
+	w.terminateStopped(c, x)
 }
 
 // cellIn reports whether c is in cs.

@@ -233,8 +233,8 @@ func (f *stuckFlusher) onHold(*hold) Allocation {
 
 // TestForcedStopSkipsTheHookOfTheActorItGaveUpOn: when the behaviour a
 // forced Stop gives up on belongs to an actor with a Stopped hook, that
-// hook does not run beside the behaviour (nor after it); the other idle
-// actors' hooks run.
+// hook does not run beside the behaviour: its worker runs it once the
+// behaviour returns; the other idle actors' hooks run at the Stop.
 func TestForcedStopSkipsTheHookOfTheActorItGaveUpOn(t *testing.T) {
 	e, err := Start(Config{Workers: 1})
 	require.NoError(t, err)
@@ -258,13 +258,14 @@ func TestForcedStopSkipsTheHookOfTheActorItGaveUpOn(t *testing.T) {
 	default:
 	}
 	close(f.gate)
-	for f.cell.Alive() { // false once the worker exits, after the behaviour returns
+	for f.cell.Alive() { // false once its worker has ended it, after the behaviour returns
 		time.Sleep(time.Millisecond)
 	}
 	select {
-	case <-f.stopped:
-		t.Error("the Stopped hook of the actor whose behaviour was running ran after it")
+	case why := <-f.stopped: // its worker ran it once the behaviour returned, before Alive turned false
+		require.Equal(t, ReasonStopped, why)
 	default:
+		t.Error("the Stopped hook of the actor whose behaviour was running did not run after it")
 	}
 }
 

@@ -109,9 +109,12 @@ type Starter interface{ Started() }
 // Stopper is the optional Stopped hook of an actor type: it runs on the
 // actor's worker when the actor terminates, for any reason, before its
 // Destroy and Release hooks; after a forced Stop, for actors still alive,
-// it runs on a goroutine that Stop starts and waits for, once every worker
-// has exited or Stop gave up waiting for one stuck in a behaviour (then not
-// for the actor whose code that worker is running).
+// it runs (ReasonStopped) on a goroutine that Stop starts, once every
+// worker has exited or Stop gave up waiting for one stuck in a behaviour;
+// Stop waits for those hooks one second in all, and leaves those still
+// running then to go on (their actors stay alive until they return). For
+// the actor whose code that stuck worker is running, the worker runs it
+// once that code returns, if the actor is still alive.
 type Stopper interface{ Stopped(why Reason) }
 
 // Failure is what an actor with the Escalate directive sends its

@@ -1,6 +1,10 @@
 package executor
 
-import "runtime/debug"
+import (
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+)
 
 // Termination: ending an incarnation, plain (terminate) or extended
 // (terminateExt, extTerm), and finishing the extended actors a forced Stop
@@ -145,6 +149,10 @@ type extTerm struct {
 	reason uint32
 	st     Allocation
 	step   uint8 // the next step to take (termStopped ... termDone)
+	// stopped: the end a forced Stop left to this worker (endAtStop):
+	// the Stopped hook and the watchers get ReasonStopped, and the
+	// private queue's messages are dropped with ErrStopped.
+	stopped bool
 }
 
 // The steps of extTerm.run, in order.
@@ -176,6 +184,26 @@ func (w *worker) terminateExt(c *Cell, x *cellExt, alive uint32, st Allocation, 
 	t.run(w)
 }
 
+// terminateStopped ends the extended incarnation x of c, still alive, whose
+// end a forced Stop left to this worker (see endAtStop): terminateExt's
+// steps, without Destroy and Release (Nodelete), with ReasonStopped for
+// the Stopped hook and the watchers. The word takes the same transitions
+// (ending, then dead, with reasonNormal: the word holds no ReasonStopped).
+func (w *worker) terminateStopped(c *Cell, x *cellExt) {
+	t := extTerm{c: c, x: x, obj: c.obj, inc: x.inc, reason: reasonNormal, st: Nodelete, stopped: true}
+	w.st.ActorsTerminated++
+	c.startExtEnd(t.inc, t.reason)
+	t.run(w)
+}
+
+// why is the reason the Stopped hook and the watchers get.
+func (t *extTerm) why() Reason {
+	if t.stopped {
+		return ReasonStopped
+	}
+	return reasonOf(t.reason)
+}
+
 // run takes the steps of t from t.step on. A step is counted taken before
 // its hook runs, so a hook that calls runtime.Goexit (which safeCall cannot
 // stop) is not run again: the deferred call records it and takes the
@@ -199,7 +227,7 @@ func (t *extTerm) run(w *worker) {
 		switch t.step - 1 {
 		case termStopped:
 			if x.stopper != nil {
-				if r, ok := safeCall(func() { x.stopper.Stopped(reasonOf(t.reason)) }); !ok {
+				if r, ok := safeCall(func() { x.stopper.Stopped(t.why()) }); !ok {
 					w.hookPanicked(x, r, "Stopped")
 				}
 			}
@@ -212,6 +240,12 @@ func (t *extTerm) run(w *worker) {
 		case termDead:
 			if q := x.pq; q != nil {
 				for _, env := range q.close() {
+					if t.stopped { // as the rest of a batch at a forced stop
+						w.st.Dropped++
+						w.e.undeliver.Add(1)
+						dropped(env.msg, ErrStopped)
+						continue
+					}
 					w.st.private++
 					w.st.DeadLetters++
 					w.e.noteDead(env.msg)
@@ -222,9 +256,11 @@ func (t *extTerm) run(w *worker) {
 			var err error
 			if t.reason != reasonNormal && x.lastPanic != nil {
 				err = x.lastPanic
+			} else if t.stopped {
+				err = ErrStopped
 			}
 			w.e.unextended(c, x) // before the notices: a watcher told finds nothing left
-			w.e.sup.notices.Add(uint64(x.finish(t.obj, reasonOf(t.reason), err)))
+			w.e.sup.notices.Add(uint64(x.finish(t.obj, t.why(), err)))
 		case termRelease:
 			if r, ok := t.obj.(Releaser); ok && t.st == Delete {
 				if rv, ok := safeCall(r.Release); !ok {
@@ -238,50 +274,146 @@ func (t *extTerm) run(w *worker) {
 }
 
 // stopExts finishes, at a forced Stop, the extended actors still alive:
-// their Stopped hooks run, except those of busy, the actors whose code a
-// worker that Stop gave up on is running (allExited is false then), and
-// their watchers are told ReasonStopped. It returns the messages their
-// private queues still held (undelivered).
-func (e *Executor) stopExts(allExited bool, busy []*Cell) int64 {
+// their Stopped hooks run and their watchers are told ReasonStopped. It
+// leaves out busy, the actors whose code a worker that Stop gave up on is
+// running (allExited is false then), but for closing their private queues:
+// each one's worker ends it when that code returns (endAtStop), so that
+// its hook, Alive false and its watchers come in that order there too.
+//
+// The hooks run one after another, in the registry's order, on a goroutine
+// of stopHooks, each on a goroutine of its own (callAside). stopExts waits
+// for them up to grace in all; then it takes, under stop.mu, the actors
+// whose end the goroutine has not finished (late), moves each from alive
+// extended to ending (startExtEnd: no Spawn may take it, and Alive reports
+// true while its hook runs), and leaves their end to that goroutine, which
+// after each one's hook stores dead (finishExtEnd) and then tells its
+// watchers. It returns the messages the private queues still held
+// (undelivered), the number of hooks late (not finished at the bound), and
+// one of their actors.
+func (e *Executor) stopExts(allExited bool, busy []*Cell, grace time.Duration) (left int64, late int, lateActor any) {
 	e.sup.mu.Lock()
 	exts := e.sup.exts
 	e.sup.exts, e.sup.stopped = nil, true
 	e.sup.mu.Unlock()
-	var left int64
+	h := &stopHooks{e: e}
 	for c, x := range exts {
 		if c.state.Load()|cellPlain != x.inc|cellAlive|cellPlain {
+			continue
+		}
+		if cellIn(busy, c) { // left to its worker, but for its queue
+			left += closeStopped(x)
 			continue
 		}
 		// A Stopper is extended from its spawn: every delivery to it is
 		// marked (see deliverExtClaimed), so unless it is busy no worker
 		// runs its code, nor will.
-		hook := x.stopper != nil && !cellIn(busy, c)
-		if hook {
-			stopped := func() {
-				// A Stop the hook calls is still one from the stop itself.
-				prev := e.stop.runner.Swap(selfID())
-				defer e.stop.runner.Store(prev)
-				x.stopper.Stopped(ReasonStopped)
-			}
-			if r, goexit, ok := callAside(stopped); !ok {
-				e.recordPanic(&PanicError{Actor: x.obj, Value: r, Goexit: goexit, Stack: debug.Stack(), Worker: -1, hook: "Stopped"})
-			}
+		if x.stopper != nil {
+			h.ends = append(h.ends, stopEnd{c, x})
+			continue
 		}
-		if q := x.pq; q != nil {
-			for _, env := range q.close() {
-				dropped(env.msg, ErrStopped)
-				left++
-			}
-		}
-		x.mu.Lock() // finish, on a worker still stuck in its behaviour (busy), may be writing obj
+		left += closeStopped(x)
+		// A worker still stuck in the behaviour of an actor that a Watch
+		// extended (unmarked: not in busy) may be finishing it, writing
+		// x.obj.
+		x.mu.Lock()
 		obj := x.obj
 		x.mu.Unlock()
-		if obj == nil && (allExited || hook) {
+		if obj == nil && allExited {
 			obj = c.obj // no worker runs its code: nothing writes it now
 		}
 		e.sup.notices.Add(uint64(x.finish(obj, ReasonStopped, ErrStopped)))
 	}
-	return left
+	if len(h.ends) == 0 {
+		return left, 0, nil
+	}
+	done := make(chan struct{})
+	go h.run(done)
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-done: // pairs with close(done): h.left is final
+		return left + h.left.Load(), 0, nil
+	case <-t.C:
+	}
+	// Decide under the lock which ends are late; the goroutine finishing
+	// one takes it too (stopHooks.run), after its hook.
+	e.stop.mu.Lock()
+	rest := h.ends[h.next:]
+	h.late = true
+	for _, a := range rest {
+		a.c.startExtEnd(a.x.inc, reasonNormal) // the goroutine stores dead after the hook
+	}
+	e.stop.mu.Unlock()
+	for _, a := range rest {
+		left += closeStopped(a.x)
+	}
+	if len(rest) > 0 {
+		lateActor = rest[0].x.obj
+	}
+	return left + h.left.Load(), len(rest), lateActor
+}
+
+// closeStopped closes the private queue of x at a forced stop: what it
+// held is dropped (ErrStopped). It returns how many messages that was.
+func closeStopped(x *cellExt) int64 {
+	var n int64
+	if q := x.pq; q != nil {
+		for _, env := range q.close() {
+			dropped(env.msg, ErrStopped)
+			n++
+		}
+	}
+	return n
+}
+
+// stopEnd is an idle actor whose Stopped hook a forced Stop runs.
+type stopEnd struct {
+	c *Cell
+	x *cellExt
+}
+
+// stopHooks runs the Stopped hooks of a forced Stop (stopExts).
+type stopHooks struct {
+	e    *Executor
+	ends []stopEnd
+	left atomic.Int64 // messages dropped from the private queues, before late
+	// next (the ends whose end run has finished) and late (stopExts gave
+	// up waiting) are guarded by e.stop.mu: stopExts sets late and moves
+	// ends[next:] to ending; run, after each hook, reads late to learn
+	// whose end is its to finish (store dead, then tell the watchers).
+	next int
+	late bool
+}
+
+// run runs the hooks in order and finishes each actor's end; it closes
+// done when all are finished (unless late, nobody waits then).
+func (h *stopHooks) run(done chan struct{}) {
+	e := h.e
+	for i, a := range h.ends {
+		x := a.x
+		stopped := func() {
+			// A Stop the hook calls is still one from the stop itself.
+			// The CAS leaves alone a runner that runStop cleared since.
+			prev := e.stop.runner.Swap(selfID())
+			defer e.stop.runner.CompareAndSwap(selfID(), prev)
+			x.stopper.Stopped(ReasonStopped)
+		}
+		if r, goexit, ok := callAside(stopped); !ok {
+			e.recordPanic(&PanicError{Actor: x.obj, Value: r, Goexit: goexit, Stack: debug.Stack(), Worker: -1, hook: "Stopped"})
+		}
+		e.stop.mu.Lock()
+		late := h.late
+		h.next = i + 1
+		e.stop.mu.Unlock()
+		obj := a.c.obj // before the dead store, which hands it over
+		if late {      // stopExts moved it to ending and closed its queue
+			a.c.finishExtEnd(x.inc, reasonNormal) // Alive false, then the watchers
+		} else {
+			h.left.Add(closeStopped(x))
+		}
+		e.sup.notices.Add(uint64(x.finish(obj, ReasonStopped, ErrStopped)))
+	}
+	close(done) // pairs with stopExts's <-done
 }
 
 // endPlain takes a plain incarnation (inc) of obj from ending, whose

@@ -129,15 +129,32 @@ func stuckInHook(t *testing.T, spawnX func(*testing.T, *Executor, blockGate) fun
 		}
 		y.spawn(t, e) // ticket 4: mailbox 0, with X
 	case spawnedLocally:
+		// The parent's mailbox belongs to worker 0, but worker 1, woken
+		// by the send or looking for work, may steal it and run the
+		// parent: its spawn then lands on worker 1's first mailbox. Such
+		// a Y is set aside (finished at the end) and the parent asked
+		// again; worker 1's spawns do not move worker 0's round-robin, so
+		// the first spawn that worker 0 runs lands on mailbox 0.
 		spawned := make(chan error, 1)
+		next := y
 		parent := &probe{fn: func(*probe) Allocation {
-			spawned <- Spawn(e, &y.cell, y)
-			return Finished
+			spawned <- Spawn(e, &next.cell, next)
+			return Nodelete
 		}}
-		parent.spawn(t, e)  // ticket 1: mailbox 1, worker 0
-		waitAllParked(t, e) // so that worker 0 runs the parent
-		parent.send(t, &probeMsg{})
-		require.NoError(t, <-spawned)
+		parent.spawn(t, e) // ticket 1: mailbox 1, worker 0
+		fillers = append(fillers, parent)
+		for attempt := 0; ; attempt++ {
+			require.Less(t, attempt, 100, "worker 0 never ran the parent")
+			waitAllParked(t, e)
+			parent.send(t, &probeMsg{})
+			require.NoError(t, <-spawned)
+			if next.cell.mb.Load() == e.mailboxes[0] {
+				break
+			}
+			fillers = append(fillers, next) // run on worker 1: set aside
+			y = reportingProbe(e, delivered)
+			next = y
+		}
 	}
 	same := pl != otherMailbox
 	require.Equal(t, same, y.cell.mb.Load() == e.mailboxes[0], "Y's mailbox")

@@ -375,8 +375,11 @@ func TestFutexPhaseSkippedAtALowRate(t *testing.T) {
 	var got atomic.Int64
 	p := finishingProbe(n, &got)
 	p.spawn(t, e)
+	// Messages 40 phases apart: a delivery or a wake-up delayed by a
+	// loaded machine (other test binaries, the race detector) must not
+	// make the next sleep shorter than the phase.
 	for i := 0; i < n; i++ {
-		time.Sleep(4 * event.TwoPhaseFutex)
+		time.Sleep(40 * event.TwoPhaseFutex)
 		p.send(t, &probeMsg{})
 	}
 	require.NoError(t, e.Stop(context.Background()))

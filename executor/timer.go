@@ -389,12 +389,23 @@ var tickFn = erased.Erase(runTick)
 // runTick delivers a periodic timer's firing (see periodicTick): it counts
 // the firing and runs the port's behaviour on self with the timer's message,
 // returning its status; or, if the timer was stopped, it discards the
-// firing, which then counts as neither fired nor dead (like a timer stopped
-// while pending), and returns Nodelete.
+// firing and returns Nodelete. A discarded firing counts as neither fired
+// nor dead (like a timer stopped while pending) and, since no behaviour
+// ran, not as a processed message either: the worker counts it dropped.
+//
+// The decision is the load of state that sees tickStopped, or the CAS that
+// clears tickQueued: the CAS fails once Timer.Stop's Or (under timers.mu)
+// has set tickStopped, so a firing is either delivered and counted fired,
+// or discarded, never both.
 func runTick(self *byte, t *periodicTick) Allocation {
 	for {
 		s := t.state.Load()
 		if s&tickStopped != 0 {
+			if w := runningWorker(); w != nil {
+				// Our worker's own counters (ticks are delivered by
+				// workers only): MessagesProcessed leaves it out.
+				w.st.Dropped++
+			}
 			return Nodelete
 		}
 		if t.state.CompareAndSwap(s, s&^tickQueued) {

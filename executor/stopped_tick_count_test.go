@@ -53,3 +53,63 @@ func TestStoppedTickDiscardIsDropped(t *testing.T) {
 	assert.Zero(t, st.TimersFired, "the discarded firing counted fired")
 	assert.Zero(t, st.TimersDead, "the discarded firing counted dead")
 }
+
+// TestStoppedTickLostAtForcedStopIsNotFired: a firing queued when its
+// timer's Stop returns true, then dropped by a forced Stop before its turn,
+// counts in neither TimersFired nor TimersDead.
+func TestStoppedTickLostAtForcedStopIsNotFired(t *testing.T) {
+	e, s, _, ticks := heldGated(t, SpawnOptions{})
+	tm, err := SendEvery(ticks, time.Millisecond, &gtick{})
+	require.NoError(t, err)
+	tickQueuedFor(t, tm)
+	require.True(t, tm.Stop())
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.ErrorIs(t, e.Stop(ctx), ErrActorsAlive) // drops the queued firing
+	close(s.gate)
+	for s.cell.Alive() { // false once the worker exits, after the behaviour returns
+		time.Sleep(time.Millisecond)
+	}
+	n, _ := s.count()
+	require.Zero(t, n, "a firing was delivered after Timer.Stop returned true")
+	st := e.Stats()
+	assert.Zero(t, st.TimersFired, "the dropped firing of a stopped timer counted fired")
+	assert.Zero(t, st.TimersDead, "the dropped firing of a stopped timer counted dead")
+}
+
+// TestStoppedTickDeadLetterIsNotFired: likewise for a firing that becomes
+// a dead letter (its actor ended before its turn) after its timer's Stop
+// returned true; it is counted as a dead letter, not as processed.
+func TestStoppedTickDeadLetterIsNotFired(t *testing.T) {
+	e, err := Start(Config{Workers: 1, Queues: 1})
+	require.NoError(t, err)
+	s := newGated()
+	require.NoError(t, Spawn(e, &s.cell, s))
+	ticks, err := Bind(&s.cell, s, (*gated).onTick)
+	require.NoError(t, err)
+	require.NoError(t, Send(&s.cell, s, &hold{}, (*gated).onHoldThenEnd))
+	<-s.began
+	tm, err := SendEvery(ticks, time.Millisecond, &gtick{})
+	require.NoError(t, err)
+	tickQueuedFor(t, tm)
+	require.True(t, tm.Stop())
+	close(s.gate) // the actor ends; the queued firing is a dead letter
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.ErrorIs(t, e.Stop(ctx), ErrUndelivered)
+	n, _ := s.count()
+	require.Zero(t, n)
+	st := e.Stats()
+	tot := st.Total()
+	assert.Equal(t, uint64(1), tot.MessagesProcessed(), "behaviours run: the hold")
+	assert.Equal(t, uint64(1), tot.DeadLetters, "the firing")
+	assert.Equal(t, st.MessagesSent, tot.MessagesProcessed()+tot.DeadLetters+tot.Dropped)
+	assert.Zero(t, st.TimersFired, "the dead firing of a stopped timer counted fired")
+	assert.Zero(t, st.TimersDead, "the dead firing of a stopped timer counted dead")
+}
+
+func (g *gated) onHoldThenEnd(*hold) Allocation {
+	g.began <- struct{}{}
+	<-g.gate
+	return Finished
+}

@@ -419,10 +419,22 @@ func runTick(self *byte, t *periodicTick) Allocation {
 // lost is called (by dropped) when the executor drops an envelope of the
 // tick without delivering it (a dead letter, a bounded mailbox's overflow,
 // a stop): the firing counts as fired, as a one-shot timer's whose message
-// is dropped after its send, and the next firing may send again.
+// is dropped after its send, and the next firing may send again; unless
+// the timer was stopped while the firing was queued: then, as in runTick,
+// it counts as neither fired nor dead. The decision pairs with Timer.Stop
+// as runTick's does: the CAS clearing tickQueued fails once Stop's Or has
+// set tickStopped.
 func (t *periodicTick) lost() {
-	t.ts.fired.Add(1)
-	t.state.And(^uint32(tickQueued))
+	for {
+		s := t.state.Load()
+		if s&tickStopped != 0 {
+			return
+		}
+		if t.state.CompareAndSwap(s, s&^tickQueued) {
+			t.ts.fired.Add(1)
+			return
+		}
+	}
 }
 
 // userMessage returns the message a behaviour receives for msg: the timer's

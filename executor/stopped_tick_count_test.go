@@ -113,3 +113,80 @@ func (g *gated) onHoldThenEnd(*hold) Allocation {
 	<-g.gate
 	return Finished
 }
+
+// tickFwd receives a SendEvery's request and forwards it through a port to
+// its replier, then ends.
+type tickFwd struct {
+	cell Cell
+	to   Port[*greq]
+}
+
+func (f *tickFwd) onReq(r *greq) Allocation {
+	if f.to.Send(r) != nil {
+		return Nodelete
+	}
+	return Finished
+}
+
+// reqKeeper keeps the requests it receives (answers none).
+type reqKeeper struct{ cell Cell }
+
+func (*reqKeeper) onReq(*greq) Allocation { return Nodelete }
+
+// TestForwardedTickRequestNotFailed: a request that a SendEvery delivers,
+// forwarded through a port by the behaviour receiving it, which then ends
+// its actor, is not failed by that end: the replier it was forwarded to
+// answers it. (handedOver does not mark such a delivery, whose message is
+// the timer's tick; but the tick is not a request type, so the worker never
+// fails what a tick delivers: mayBeRequest is false for it.) Plain and
+// extended receivers.
+func TestForwardedTickRequestNotFailed(t *testing.T) {
+	for _, o := range []SpawnOptions{{}, {MailboxBound: 4}} { // plain, extended
+		forwardTickRequest(t, o)
+	}
+}
+
+func forwardTickRequest(t *testing.T, o SpawnOptions) {
+	e, err := Start(Config{Workers: 2})
+	require.NoError(t, err)
+	k := &reqKeeper{}
+	require.NoError(t, Spawn(e, &k.cell, k))
+	kp, err := Bind(&k.cell, k, (*reqKeeper).onReq)
+	require.NoError(t, err)
+	g := newGated()
+	require.NoError(t, Spawn(e, &g.cell, g))
+	gp, err := Bind(&g.cell, g, (*gated).onReq) // replies 1
+	require.NoError(t, err)
+	f := &tickFwd{to: gp}
+	require.NoError(t, SpawnWith(e, &f.cell, f, o))
+	fp, err := Bind(&f.cell, f, (*tickFwd).onReq)
+	require.NoError(t, err)
+
+	// The request gets its requester from AskFunc (k keeps it), then the
+	// periodic timer sends it to f, which forwards it to g and ends.
+	r := &greq{}
+	res := make(chan error, 2)
+	require.NoError(t, AskFunc(kp, r, 0, func(v int, err error) {
+		if err == nil && v != 1 {
+			t.Errorf("answer %d", v)
+		}
+		res <- err
+	}))
+	tm, err := SendEvery(fp, time.Millisecond, r)
+	require.NoError(t, err)
+	select {
+	case err := <-res:
+		assert.NoError(t, err, "the forwarded request was failed")
+	case <-time.After(20 * time.Second):
+		t.Fatal("the request was never answered")
+	}
+	waitFor(t, "the forwarder's end", func() bool { return !f.cell.Alive() })
+	waitFor(t, "the timer's cancellation", func() bool { return e.Stats().TimersPending == 0 })
+	assert.False(t, tm.Stop(), "the timer outlived its actor")
+	require.NoError(t, SendPill(&k.cell, k, NewPill(Finished)))
+	require.NoError(t, SendPill(&g.cell, g, NewPill(Finished)))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = e.Stop(ctx) // a firing may have been a dead letter
+	assert.Empty(t, res, "the request was completed twice")
+}

@@ -207,7 +207,8 @@ type timers struct {
 	// pending counts message timers set and neither fired (one-shot),
 	// stopped nor dropped; fired counts the firings sent: a one-shot's
 	// when its send succeeds, a periodic timer's when its delivery begins
-	// (runTick) or the executor drops it (periodicTick.lost); dead counts
+	// (runTick) or the executor drops it (periodicTick.lost), unless its
+	// timer was stopped while it was queued (then neither); dead counts
 	// firings whose send failed (the port's incarnation had terminated,
 	// the executor stopped, or a full bounded mailbox refused the message)
 	// and timers dropped by close. Internal timeouts are not counted.
@@ -303,7 +304,9 @@ func SendAfter[M any](p Port[M], d time.Duration, msg M) (Timer, error) {
 // firing waits there, beside the one being delivered. Stats.TimersFired
 // counts the firings delivered, or dropped undelivered (a dead letter, an
 // overflow); a firing still queued when Stop returns true is discarded, and
-// counted in neither TimersFired nor TimersDead.
+// counted in neither TimersFired nor TimersDead. As a message, that firing
+// counts as dropped (WorkerStats.Dropped), not processed, when its turn
+// comes, or as whatever drops it before (a dead letter, a stop).
 //
 // Errors: ErrBadPeriod (period <= 0), and SendAfter's.
 func SendEvery[M any](p Port[M], period time.Duration, msg M) (Timer, error) {
@@ -365,7 +368,8 @@ func schedule(c *Cell, fn unsafe.Pointer, coff, want uint32, d, period time.Dura
 // timers.mu) when it sends the tick, and cleared by whoever ends that
 // envelope: the worker that begins its delivery (runTick), the executor
 // dropping it (lost, through dropped), or the firing itself when the send
-// fails. The timer goroutine does not send while it is set, so at most one
+// fails; runTick and lost leave it set once tickStopped is (the timer is
+// gone: nothing reads it again). The timer goroutine does not send while it is set, so at most one
 // envelope of the tick is queued, beside at most one being delivered.
 // tickStopped is set by Timer.Stop (under timers.mu) and never cleared:
 // runTick begins a delivery only by clearing tickQueued with a CAS that

@@ -276,7 +276,9 @@
 // wake-ups, actors created and terminated, messages processed) and
 // system-wide ones (messages sent, live actors, queued messages), collected
 // without atomic instructions on the hot path. Package metrics exports them
-// to Prometheus.
+// to Prometheus. A periodic timer's firing still queued when its Timer is
+// stopped is discarded at its turn: counted as dropped (WorkerStats.Dropped),
+// not processed, and in neither TimersFired nor TimersDead.
 //
 // The types this package shares with the engine (Stats, WorkerStats,
 // Terminated, Failure, PanicError, Timer, Request, RequestPtr) are aliases:

@@ -219,7 +219,7 @@ func (s *System) Executor() *executor.Executor { return s.e }
 //	AsksTimedOut          uint64 // requests ended by their requester's context or timeout
 //	LateReplies           uint64 // answers that came after their request had ended, dropped
 //	TimersPending         int64  // timers set, not yet fired or stopped
-//	TimersFired           uint64 // timer deliveries made
+//	TimersFired           uint64 // timer deliveries made (not the queued firing of a Timer stopped meanwhile)
 //	TimersDead            uint64 // firings that delivered nothing, and timers dropped by Stop
 //	MailboxRejected       uint64 // sends refused by a full bounded mailbox (Reject)
 //	MailboxDroppedNewest  uint64 // messages dropped by DropNewest
@@ -238,7 +238,7 @@ type Stats = executor.Stats
 //	ActorsCreated, ActorsTerminated   uint64 // actors spawned by its behaviours, actors terminated on it
 //	LocalSends                        uint64 // sends appended to the batch it was draining
 //	DeadLetters                       uint64 // messages dropped because their actor had terminated
-//	Dropped                           uint64 // messages dropped from its batch by a forced stop
+//	Dropped                           uint64 // messages dropped from its batch by a forced stop; firings of stopped periodic Timers discarded
 //	Panics                            uint64 // behaviours or hooks that panicked or called runtime.Goexit
 //	Restarts, Resumes, Escalations    uint64 // supervision: restarts, messages dropped by Resume, failures escalated
 //	BudgetExhausted                   uint64 // actors terminated past their restart budget

@@ -69,7 +69,7 @@ type WorkerStats struct {
 	ActorsTerminated uint64 // actors terminated (allocation status or panic) on this worker
 	LocalSends       uint64 // sends appended directly to the batch this worker was draining
 	DeadLetters      uint64 // messages dropped because their actor had terminated (those Stop found queued in this worker's mailboxes included)
-	Dropped          uint64 // messages dropped from this worker's batch by a forced stop
+	Dropped          uint64 // messages dropped from this worker's batch by a forced stop, and firings of periodic timers stopped while they were queued, discarded at their turn (see SendEvery)
 	Panics           uint64 // behaviours (or hooks) that panicked or called runtime.Goexit
 
 	// Supervision (see SpawnOptions): restarts made, failing messages
@@ -137,9 +137,10 @@ type WorkerStats struct {
 // MessagesProcessed returns the number of messages whose behaviour this
 // worker ran (pills included): every message taken from its mailboxes (by
 // its gulps and local sends, and by Stop, which takes the dead letters it
-// finds queued there), minus dead letters and messages dropped at a forced
-// stop. Derived rather than counted, to keep an increment off the
-// per-message path. It is 0 when statistics are off (Config.NoStatistics),
+// finds queued there), minus dead letters and dropped messages (Dropped: at a
+// forced stop, and the discarded firings of stopped periodic timers).
+// Derived rather than counted, to keep an increment off the per-message
+// path. It is 0 when statistics are off (Config.NoStatistics),
 // since gulps are not counted then.
 func (s *WorkerStats) MessagesProcessed() uint64 {
 	in, out := s.GulpSize.Sum+s.LocalSends+s.private+s.closed, s.DeadLetters+s.Dropped+s.control
@@ -220,7 +221,8 @@ type Stats struct {
 	// TimersFired the timer deliveries made (each firing of a periodic
 	// timer counts; so does a firing sent and then dropped undelivered, a
 	// dead letter or an overflow, but not a periodic firing discarded
-	// because its timer was stopped while it was queued); TimersDead the
+	// because its timer was stopped while it was queued, whether at its
+	// turn, counted WorkerStats.Dropped, or dropped before); TimersDead the
 	// firings that delivered nothing (the port's incarnation had
 	// terminated, or its bounded mailbox refused the message under Reject)
 	// and the timers dropped by Stop.

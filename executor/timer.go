@@ -207,7 +207,8 @@ type timers struct {
 	// pending counts message timers set and neither fired (one-shot),
 	// stopped nor dropped; fired counts the firings sent: a one-shot's
 	// when its send succeeds, a periodic timer's when its delivery begins
-	// (runTick) or the executor drops it (periodicTick.lost); dead counts
+	// (runTick) or the executor drops it (periodicTick.lost), unless its
+	// timer was stopped while it was queued (then neither); dead counts
 	// firings whose send failed (the port's incarnation had terminated,
 	// the executor stopped, or a full bounded mailbox refused the message)
 	// and timers dropped by close. Internal timeouts are not counted.
@@ -303,7 +304,9 @@ func SendAfter[M any](p Port[M], d time.Duration, msg M) (Timer, error) {
 // firing waits there, beside the one being delivered. Stats.TimersFired
 // counts the firings delivered, or dropped undelivered (a dead letter, an
 // overflow); a firing still queued when Stop returns true is discarded, and
-// counted in neither TimersFired nor TimersDead.
+// counted in neither TimersFired nor TimersDead. As a message, that firing
+// counts as dropped (WorkerStats.Dropped), not processed, when its turn
+// comes, or as whatever drops it before (a dead letter, a stop).
 //
 // Errors: ErrBadPeriod (period <= 0), and SendAfter's.
 func SendEvery[M any](p Port[M], period time.Duration, msg M) (Timer, error) {
@@ -365,7 +368,8 @@ func schedule(c *Cell, fn unsafe.Pointer, coff, want uint32, d, period time.Dura
 // timers.mu) when it sends the tick, and cleared by whoever ends that
 // envelope: the worker that begins its delivery (runTick), the executor
 // dropping it (lost, through dropped), or the firing itself when the send
-// fails. The timer goroutine does not send while it is set, so at most one
+// fails; runTick and lost leave it set once tickStopped is (the timer is
+// gone: nothing reads it again). The timer goroutine does not send while it is set, so at most one
 // envelope of the tick is queued, beside at most one being delivered.
 // tickStopped is set by Timer.Stop (under timers.mu) and never cleared:
 // runTick begins a delivery only by clearing tickQueued with a CAS that
@@ -389,12 +393,23 @@ var tickFn = erased.Erase(runTick)
 // runTick delivers a periodic timer's firing (see periodicTick): it counts
 // the firing and runs the port's behaviour on self with the timer's message,
 // returning its status; or, if the timer was stopped, it discards the
-// firing, which then counts as neither fired nor dead (like a timer stopped
-// while pending), and returns Nodelete.
+// firing and returns Nodelete. A discarded firing counts as neither fired
+// nor dead (like a timer stopped while pending) and, since no behaviour
+// ran, not as a processed message either: the worker counts it dropped.
+//
+// The decision is the load of state that sees tickStopped, or the CAS that
+// clears tickQueued: the CAS fails once Timer.Stop's Or (under timers.mu)
+// has set tickStopped, so a firing is either delivered and counted fired,
+// or discarded, never both.
 func runTick(self *byte, t *periodicTick) Allocation {
 	for {
 		s := t.state.Load()
 		if s&tickStopped != 0 {
+			if w := runningWorker(); w != nil {
+				// Our worker's own counters (ticks are delivered by
+				// workers only): MessagesProcessed leaves it out.
+				w.st.Dropped++
+			}
 			return Nodelete
 		}
 		if t.state.CompareAndSwap(s, s&^tickQueued) {
@@ -408,10 +423,22 @@ func runTick(self *byte, t *periodicTick) Allocation {
 // lost is called (by dropped) when the executor drops an envelope of the
 // tick without delivering it (a dead letter, a bounded mailbox's overflow,
 // a stop): the firing counts as fired, as a one-shot timer's whose message
-// is dropped after its send, and the next firing may send again.
+// is dropped after its send, and the next firing may send again; unless
+// the timer was stopped while the firing was queued: then, as in runTick,
+// it counts as neither fired nor dead. The decision pairs with Timer.Stop
+// as runTick's does: the CAS clearing tickQueued fails once Stop's Or has
+// set tickStopped.
 func (t *periodicTick) lost() {
-	t.ts.fired.Add(1)
-	t.state.And(^uint32(tickQueued))
+	for {
+		s := t.state.Load()
+		if s&tickStopped != 0 {
+			return
+		}
+		if t.state.CompareAndSwap(s, s&^tickQueued) {
+			t.ts.fired.Add(1)
+			return
+		}
+	}
 }
 
 // userMessage returns the message a behaviour receives for msg: the timer's

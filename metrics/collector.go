@@ -99,7 +99,7 @@ func NewCollector() *Collector {
 		created:       desc("actors_created_total", "Actors spawned by behaviours running on the worker; worker=\"external\" counts actors spawned from other goroutines.", w...),
 		terminated:    desc("actors_terminated_total", "Actors terminated on the worker (allocation status or panic).", w...),
 		deadLetters:   desc("dead_letters_total", "Messages the worker dropped because their actor had terminated.", w...),
-		dropped:       desc("dropped_messages_total", "Messages dropped from the worker's batch by a forced stop.", w...),
+		dropped:       desc("dropped_messages_total", "Messages dropped from the worker's batch by a forced stop, and periodic timer firings discarded because their timer was stopped while they were queued.", w...),
 		panics:        desc("panics_total", "Behaviours or hooks that panicked (recovered; the actor was terminated unless it was spawned with a supervision option: see restarts, resumes and escalations).", w...),
 		live:          desc("live_actors", "Actors spawned and not yet terminated in the current system."),
 		parked:        desc("parked_workers", "Workers of the current system asleep at the time of the scrape."),

@@ -1571,7 +1571,7 @@ func (h *chaosHarness) check(t *testing.T, forced bool, stopErr error) {
 			return // the rest of a stuck worker's batch is counted when its behaviour returns
 		}
 		if sc.dead != tot.DeadLetters || sc.dropped != tot.Dropped ||
-			st.MessagesSent != tot.MessagesProcessed()+tot.DeadLetters+tot.Dropped+sc.queued+st.MailboxDroppedOldest {
+			st.MessagesSent != tot.MessagesProcessed()+tot.DeadLetters+tot.Dropped+tot.TimersDiscarded+sc.queued+st.MailboxDroppedOldest {
 			t.Errorf("forced Stop: undelivered %d sent to terminated, %d queued, %d dropped; Stats: sent %d, processed %d, dead letters %d, "+
 				"dropped %d, dropped oldest %d", sc.dead, sc.queued, sc.dropped, st.MessagesSent, tot.MessagesProcessed(), tot.DeadLetters,
 				tot.Dropped, st.MailboxDroppedOldest)
@@ -1597,9 +1597,9 @@ func (h *chaosHarness) check(t *testing.T, forced bool, stopErr error) {
 	}
 	// A DropNewest drop "succeeds" (DropNewest's docs) but is not counted
 	// in MessagesSent (never pushed): so the newest drops are not added.
-	if want := tot.MessagesProcessed() + tot.DeadLetters + st.MailboxDroppedOldest; st.MessagesSent != want {
-		t.Errorf("Stats at a clean stop: %d sent, but processed %d + dead letters %d + dropped oldest %d = %d (dropped newest %d)",
-			st.MessagesSent, tot.MessagesProcessed(), tot.DeadLetters, st.MailboxDroppedOldest, want, st.MailboxDroppedNewest)
+	if want := tot.MessagesProcessed() + tot.DeadLetters + tot.TimersDiscarded + st.MailboxDroppedOldest; st.MessagesSent != want {
+		t.Errorf("Stats at a clean stop: %d sent, but processed %d + dead letters %d + discarded firings %d + dropped oldest %d = %d (dropped newest %d)",
+			st.MessagesSent, tot.MessagesProcessed(), tot.DeadLetters, tot.TimersDiscarded, st.MailboxDroppedOldest, want, st.MailboxDroppedNewest)
 	}
 	if raised := uint64(h.raisedB.Load() + h.raisedH.Load() + h.raisedR.Load()); tot.Panics != raised {
 		t.Errorf("Stats at a clean stop: %d panics counted, %d raised", tot.Panics, raised)
@@ -1626,7 +1626,7 @@ func (h *chaosHarness) checkSys2(t *testing.T, stopErr error) {
 	if tot.ActorsCreated != uint64(h.spawnOK2.Load()) || tot.ActorsTerminated != tot.ActorsCreated || st.LiveActors != 0 {
 		t.Errorf("the migrant's system: %d spawns, Stats: %d created, %d terminated, %d live", h.spawnOK2.Load(), tot.ActorsCreated, tot.ActorsTerminated, st.LiveActors)
 	}
-	if sc.dead != tot.DeadLetters || sc.queued != 0 || sc.dropped != 0 || st.MessagesSent != tot.MessagesProcessed()+tot.DeadLetters {
+	if sc.dead != tot.DeadLetters || sc.queued != 0 || sc.dropped != 0 || st.MessagesSent != tot.MessagesProcessed()+tot.DeadLetters+tot.TimersDiscarded {
 		t.Errorf("the migrant's system: Stop says %d dead, %d queued, %d dropped; Stats: sent %d, processed %d, dead letters %d",
 			sc.dead, sc.queued, sc.dropped, st.MessagesSent, tot.MessagesProcessed(), tot.DeadLetters)
 	}

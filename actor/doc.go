@@ -277,7 +277,7 @@
 // system-wide ones (messages sent, live actors, queued messages), collected
 // without atomic instructions on the hot path. Package metrics exports them
 // to Prometheus. A periodic timer's firing still queued when its Timer is
-// stopped is discarded at its turn: counted as dropped (WorkerStats.Dropped),
+// stopped is discarded at its turn: counted in WorkerStats.TimersDiscarded,
 // not processed, and in neither TimersFired nor TimersDead.
 //
 // The types this package shares with the engine (Stats, WorkerStats,

@@ -238,7 +238,8 @@ type Stats = executor.Stats
 //	ActorsCreated, ActorsTerminated   uint64 // actors spawned by its behaviours, actors terminated on it
 //	LocalSends                        uint64 // sends appended to the batch it was draining
 //	DeadLetters                       uint64 // messages dropped because their actor had terminated
-//	Dropped                           uint64 // messages dropped from its batch by a forced stop; firings of stopped periodic Timers discarded
+//	Dropped                           uint64 // messages dropped from its batch by a forced stop
+//	TimersDiscarded                   uint64 // firings of periodic Timers stopped while queued, discarded at their turn
 //	Panics                            uint64 // behaviours or hooks that panicked or called runtime.Goexit
 //	Restarts, Resumes, Escalations    uint64 // supervision: restarts, messages dropped by Resume, failures escalated
 //	BudgetExhausted                   uint64 // actors terminated past their restart budget

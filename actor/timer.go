@@ -71,8 +71,8 @@ func SendAfter[M any](p Port[M], d time.Duration, msg M) (Timer, error) {
 // one is still queued (the actor is slower than the period) is skipped too:
 // at most one firing waits in the mailbox, beside the one being delivered.
 // Once the Timer's Stop has returned true, nothing more is delivered, not
-// even a firing that was queued: that firing is counted as dropped
-// (WorkerStats.Dropped), not processed, and in neither TimersFired nor
+// even a firing that was queued: that firing is counted in
+// WorkerStats.TimersDiscarded, not processed, and in neither TimersFired nor
 // TimersDead.
 //
 // Errors: ErrBadPeriod (period <= 0), and those of SendAfter.

@@ -69,7 +69,8 @@ type WorkerStats struct {
 	ActorsTerminated uint64 // actors terminated (allocation status or panic) on this worker
 	LocalSends       uint64 // sends appended directly to the batch this worker was draining
 	DeadLetters      uint64 // messages dropped because their actor had terminated (those Stop found queued in this worker's mailboxes included)
-	Dropped          uint64 // messages dropped from this worker's batch by a forced stop, and firings of periodic timers stopped while they were queued, discarded at their turn (see SendEvery)
+	Dropped          uint64 // messages dropped from this worker's batch by a forced stop
+	TimersDiscarded  uint64 // firings of periodic timers stopped while they were queued, discarded at their turn (see SendEvery)
 	Panics           uint64 // behaviours (or hooks) that panicked or called runtime.Goexit
 
 	// Supervision (see SpawnOptions): restarts made, failing messages
@@ -137,13 +138,14 @@ type WorkerStats struct {
 // MessagesProcessed returns the number of messages whose behaviour this
 // worker ran (pills included): every message taken from its mailboxes (by
 // its gulps and local sends, and by Stop, which takes the dead letters it
-// finds queued there), minus dead letters and dropped messages (Dropped: at a
-// forced stop, and the discarded firings of stopped periodic timers).
+// finds queued there), minus dead letters, messages dropped at a forced stop
+// (Dropped) and the discarded firings of stopped periodic timers
+// (TimersDiscarded).
 // Derived rather than counted, to keep an increment off the per-message
 // path. It is 0 when statistics are off (Config.NoStatistics),
 // since gulps are not counted then.
 func (s *WorkerStats) MessagesProcessed() uint64 {
-	in, out := s.GulpSize.Sum+s.LocalSends+s.private+s.closed, s.DeadLetters+s.Dropped+s.control
+	in, out := s.GulpSize.Sum+s.LocalSends+s.private+s.closed, s.DeadLetters+s.Dropped+s.TimersDiscarded+s.control
 	if in < out {
 		return 0
 	}
@@ -159,6 +161,7 @@ func (s *WorkerStats) add(o *WorkerStats) {
 	s.LocalSends += o.LocalSends
 	s.DeadLetters += o.DeadLetters
 	s.Dropped += o.Dropped
+	s.TimersDiscarded += o.TimersDiscarded
 	s.Panics += o.Panics
 	s.Restarts += o.Restarts
 	s.Resumes += o.Resumes
@@ -222,7 +225,7 @@ type Stats struct {
 	// timer counts; so does a firing sent and then dropped undelivered, a
 	// dead letter or an overflow, but not a periodic firing discarded
 	// because its timer was stopped while it was queued, whether at its
-	// turn, counted WorkerStats.Dropped, or dropped before); TimersDead the
+	// turn, counted WorkerStats.TimersDiscarded, or dropped before); TimersDead the
 	// firings that delivered nothing (the port's incarnation had
 	// terminated, or its bounded mailbox refused the message under Reject)
 	// and the timers dropped by Stop.

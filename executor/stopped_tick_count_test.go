@@ -25,12 +25,13 @@ func tickQueuedFor(t *testing.T, tm Timer) {
 	})
 }
 
-// TestStoppedTickDiscardIsDropped: a periodic firing queued when its
+// TestStoppedTickDiscardIsCounted: a periodic firing queued when its
 // timer's Stop returns true is discarded when its turn comes: no
-// behaviour runs, so it is not a processed message; it counts as dropped
-// (WorkerStats.Dropped), and in neither TimersFired nor TimersDead. Every
-// message sent is in exactly one of processed, dead letters and dropped.
-func TestStoppedTickDiscardIsDropped(t *testing.T) {
+// behaviour runs, so it is not a processed message; it counts in
+// WorkerStats.TimersDiscarded, and in neither TimersFired nor TimersDead.
+// Every message sent is in exactly one of processed, dead letters and
+// discarded.
+func TestStoppedTickDiscardIsCounted(t *testing.T) {
 	e, s, _, ticks := heldGated(t, SpawnOptions{})
 	tm, err := SendEvery(ticks, time.Millisecond, &gtick{})
 	require.NoError(t, err)
@@ -45,11 +46,12 @@ func TestStoppedTickDiscardIsDropped(t *testing.T) {
 	st := e.Stats()
 	tot := st.Total()
 	assert.Equal(t, uint64(2), tot.MessagesProcessed(), "behaviours run: the hold and the pill")
-	assert.Equal(t, uint64(1), tot.Dropped, "the discarded firing")
+	assert.Equal(t, uint64(1), tot.TimersDiscarded, "the discarded firing")
+	assert.Zero(t, tot.Dropped, "nothing dropped by a forced stop")
 	assert.Zero(t, tot.DeadLetters)
 	assert.Equal(t, uint64(3), st.MessagesSent, "the hold, the firing and the pill")
-	assert.Equal(t, st.MessagesSent, tot.MessagesProcessed()+tot.DeadLetters+tot.Dropped,
-		"every message sent in exactly one of processed, dead letters, dropped")
+	assert.Equal(t, st.MessagesSent, tot.MessagesProcessed()+tot.DeadLetters+tot.TimersDiscarded,
+		"every message sent in exactly one of processed, dead letters, discarded")
 	assert.Zero(t, st.TimersFired, "the discarded firing counted fired")
 	assert.Zero(t, st.TimersDead, "the discarded firing counted dead")
 }
@@ -103,7 +105,7 @@ func TestStoppedTickDeadLetterIsNotFired(t *testing.T) {
 	tot := st.Total()
 	assert.Equal(t, uint64(1), tot.MessagesProcessed(), "behaviours run: the hold")
 	assert.Equal(t, uint64(1), tot.DeadLetters, "the firing")
-	assert.Equal(t, st.MessagesSent, tot.MessagesProcessed()+tot.DeadLetters+tot.Dropped)
+	assert.Equal(t, st.MessagesSent, tot.MessagesProcessed()+tot.DeadLetters+tot.Dropped+tot.TimersDiscarded)
 	assert.Zero(t, st.TimersFired, "the dead firing of a stopped timer counted fired")
 	assert.Zero(t, st.TimersDead, "the dead firing of a stopped timer counted dead")
 }

@@ -305,8 +305,8 @@ func SendAfter[M any](p Port[M], d time.Duration, msg M) (Timer, error) {
 // counts the firings delivered, or dropped undelivered (a dead letter, an
 // overflow); a firing still queued when Stop returns true is discarded, and
 // counted in neither TimersFired nor TimersDead. As a message, that firing
-// counts as dropped (WorkerStats.Dropped), not processed, when its turn
-// comes, or as whatever drops it before (a dead letter, a stop).
+// counts in WorkerStats.TimersDiscarded, not processed, when its turn comes,
+// or as whatever drops it before (a dead letter, a stop).
 //
 // Errors: ErrBadPeriod (period <= 0), and SendAfter's.
 func SendEvery[M any](p Port[M], period time.Duration, msg M) (Timer, error) {
@@ -408,7 +408,7 @@ func runTick(self *byte, t *periodicTick) Allocation {
 			if w := runningWorker(); w != nil {
 				// Our worker's own counters (ticks are delivered by
 				// workers only): MessagesProcessed leaves it out.
-				w.st.Dropped++
+				w.st.TimersDiscarded++
 			}
 			return Nodelete
 		}

@@ -280,7 +280,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(d.created, float64(w.ActorsCreated), l)
 		counter(d.terminated, float64(w.ActorsTerminated), l)
 		counter(d.deadLetters, float64(w.DeadLetters), l)
-		counter(d.dropped, float64(w.Dropped), l)
+		counter(d.dropped, float64(w.Dropped+w.TimersDiscarded), l)
 		counter(d.panics, float64(w.Panics), l)
 		counter(d.restarts, float64(w.Restarts), l)
 		counter(d.resumes, float64(w.Resumes), l)

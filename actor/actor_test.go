@@ -19,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/actord/actord/actor"
+	"github.com/actord/actord/internal/testwatch"
 	"github.com/actord/actord/stealing"
 )
 
@@ -31,6 +32,7 @@ func TestMain(m *testing.M) {
 	if f := flag.Lookup("test.fuzz"); f != nil && f.Value.String() != "" {
 		os.Exit(m.Run())
 	}
+	testwatch.Arm() // goleak.VerifyTestMain exits: the watchdog is never disarmed
 	goleak.VerifyTestMain(m)
 }
 

@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"flag"
 	"math"
 	"runtime"
 	"sync"
@@ -16,10 +17,15 @@ import (
 
 	"github.com/actord/actord/internal/copyq"
 	"github.com/actord/actord/internal/goid"
+	"github.com/actord/actord/internal/testwatch"
 	"github.com/actord/actord/stealing"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	flag.Parse()
+	testwatch.Arm() // goleak.VerifyTestMain exits: the watchdog is never disarmed
+	goleak.VerifyTestMain(m)
+}
 
 func TestMailboxLockWord(t *testing.T) {
 	m := &mailbox{buf: copyq.New[envelope](2)}

@@ -34,5 +34,5 @@ func TestWatchdogNamesTheHangingTest(t *testing.T) {
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit, "output:\n%s", out)
 	assert.Equal(t, 2, exit.ExitCode(), "the watchdog's status, not the timeout panic's")
-	assert.Regexp(t, `testwatch: goroutines in test code[^\n]*\n[^\n]*TestHangingChild[^\n]*testwatch_test.go:\d+ [^\n]*\n$`, string(out))
+	assert.Regexp(t, `testwatch: goroutines in test code[^\n]*\n(?:[^\n]*\n)*[^\n]*TestHangingChild[^\n]*testwatch_test.go:\d+ [^\n]*\n$`, string(out))
 }

@@ -263,9 +263,7 @@ func (g *getter) onGet(m *getIt) actor.Allocation {
 // TestEntitiesGetInBehaviour: from a behaviour, Get spawns and returns
 // entities, but does not wait for one that is terminating (ErrTerminated).
 func TestEntitiesGetInBehaviour(t *testing.T) {
-	// One queue per worker: the getter and the entity, spawned one after
-	// the other, are on different workers, so that the entity's Stopped
-	// hook, which blocks its worker, does not hold up the getter.
+	// One queue per worker: two mailboxes.
 	sys := start(t, actor.WithWorkers(2), actor.WithQueuesPerWorker(1))
 	defer stop(t, sys)
 	es := actor.NewEntities(sys, func(string) *slowStop {
@@ -277,15 +275,20 @@ func TestEntitiesGetInBehaviour(t *testing.T) {
 	b := must(es.Get(context.Background(), "b"))
 	close(b.release)
 	require.NoError(t, actor.SendPill(b, actor.FinishedMsg))
-	// Spawned from here: not placed on the getter's worker.
+	require.NoError(t, actor.SendPill(g, actor.FinishedMsg))
+	// Spawned from here, one after the other, the entity and a second
+	// getter take consecutive tickets: they are on different mailboxes,
+	// one per worker, so that the entity's Stopped hook, which blocks its
+	// worker, does not hold the getter up.
 	a, err := es.Get(context.Background(), "a")
 	require.NoError(t, err)
+	g2 := must(actor.Spawn(sys, &getter{es: es, out: make(chan error, 1)}))
 	require.NoError(t, actor.SendPill(a, actor.FinishedMsg))
 	<-a.stopped
-	require.NoError(t, actor.Send(g, &getIt{name: "a"}, (*getter).onGet))
-	assert.ErrorIs(t, <-g.out, actor.ErrTerminated)
+	require.NoError(t, actor.Send(g2, &getIt{name: "a"}, (*getter).onGet))
+	assert.ErrorIs(t, <-g2.out, actor.ErrTerminated)
 	close(a.release)
-	require.NoError(t, actor.SendPill(g, actor.FinishedMsg))
+	require.NoError(t, actor.SendPill(g2, actor.FinishedMsg))
 	a2, err := es.Get(context.Background(), "a")
 	require.NoError(t, err)
 	close(a2.release)

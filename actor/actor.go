@@ -2,6 +2,7 @@ package actor
 
 import (
 	"fmt"
+	"time"
 	"unsafe"
 
 	"github.com/actord/actord/executor"
@@ -100,7 +101,7 @@ type Msg[T any] = executor.MessagePtr[T]
 // terminated once Stop has returned.
 //
 // Options choose the actor's failure handling and flow control
-// (WithRestart, WithResume, WithEscalate, WithMailbox); without them it is
+// (WithRestart, WithResume, WithEscalate, WithMailbox, WithPassivation); without them it is
 // a plain actor: a panic terminates it, its mailbox is unbounded. They cost
 // nothing to actors that do not use them. Errors with options: also
 // ErrConfig for invalid ones.
@@ -137,6 +138,10 @@ func spawnWith[T any, A Ref[T]](sys *System, a A, opts []SpawnOption) error {
 			// Zero is the executor's "unbounded": refused here, so that
 			// an unset bound does not silently lose flow control.
 			return fmt.Errorf("%w: WithMailbox bound %d (1 to %d)", ErrConfig, m.bound, executor.MaxMailboxBound)
+		}
+		if p, ok := opt.(passivationOption); ok && p <= 0 {
+			// Zero is the executor's "never": refused here, as a bound 0.
+			return fmt.Errorf("%w: WithPassivation duration %v (must be positive)", ErrConfig, time.Duration(p))
 		}
 		opt.applySpawn(&o)
 	}

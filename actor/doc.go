@@ -108,7 +108,25 @@
 // from its name. An entity ends as any actor does; its name is free again
 // once its end is over (its Stopped hook has returned), and a Get that
 // finds it ending waits for that, bounded by its context, then spawns the
-// next incarnation.
+// next incarnation. EntitySend is Get and Send, again while the Send
+// reports ErrTerminated (the incarnation ended in between, refusing the
+// message, which was not queued): the message reaches a live incarnation
+// exactly once.
+//
+// WithPassivation(d) ends an actor that has received no message for d
+// (between d and 1.25·d): idle passivation, for entities above all. Its
+// Stopped hook runs with ReasonPassivated (Destroy and Release do not, as
+// for Finished), its watchers are told, and an entity's name is released.
+// Nothing runs per message but a plain store by the worker, and no
+// behaviour has to do anything: a timer per actor on the system's timer
+// goroutine sends it a check every d/4, which runs in the actor's own
+// turn. The actor is ended only in that turn, after every message it had
+// accepted (Send returned nil) is delivered to it; a send after the
+// decision fails with ErrTerminated and queues nothing, as for any ended
+// actor, so a message sent to a stale port or pointer of a passivated
+// incarnation is refused, never lost, and EntitySend (or Get again) takes
+// it to the next incarnation. Actors spawned without the option pay
+// nothing for it.
 //
 // # Blocking work
 //
@@ -170,7 +188,8 @@
 // Watch (from an actor, through a Port[*Terminated]) and WatchChan (from a
 // goroutine) deliver exactly one *Terminated per watch when the watched
 // actor terminates, saying why (ReasonNormal, ReasonPanic, ReasonBudget,
-// ReasonStopped), also when the watch begins after the end.
+// ReasonStopped, ReasonPassivated), also when the watch begins after the
+// end.
 //
 // An actor type may have a Started hook (Starter), run on its worker before
 // its first message and after each restart, and a Stopped hook (Stopper).

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/actord/actord/executor"
 )
 
 // Entities is a set of named actors of one type, an entity type (accounts,
@@ -26,6 +28,18 @@ import (
 // (Alive reports false). A Get that finds the name's actor terminating
 // waits until then, bounded by its context, and spawns the next
 // incarnation, instead of returning the one that refuses sends.
+//
+// With WithPassivation among the options, an entity that receives nothing
+// for the duration ends by itself (ReasonPassivated) and its name is
+// released: idle entities hold no memory but their slot, swept later. The
+// documented way to reach an entity by its name, EntitySend (or Get, or
+// EntityPort, then a send that is retried after ErrTerminated), then
+// reaches the next incarnation: a message is either accepted by the
+// incarnation it was sent to, which receives it before it passivates, or
+// refused with ErrTerminated and not queued, and EntitySend sends it again
+// to the next one, so it is delivered exactly once. A message sent to a
+// stale port or pointer of a passivated incarnation, outside the Entities,
+// gets ErrTerminated from its Send, as for any actor that has ended.
 //
 // Names are per Entities value: two sets in one system may use the same
 // name for different actors, and the names are not those of Register and
@@ -134,6 +148,33 @@ func (es *Entities[T, A]) Get(ctx context.Context, name string) (A, error) {
 	}
 }
 
+// EntitySend sends msg to the live actor of name, spawning it if needed
+// (Get), with behaviour: it is Get then Send, again while the Send fails
+// with ErrTerminated (the incarnation Get returned ended, or passivated,
+// in between; the message was not queued), so that msg reaches the next
+// incarnation. It returns nil once one incarnation accepted msg, which it
+// then receives exactly once, before any end of that incarnation. Errors:
+// those of Get, and of Send but ErrTerminated (ErrMailboxFull from a
+// bounded entity). From a behaviour, Get does not wait for an ending
+// entity, so EntitySend returns its error wrapping ErrTerminated.
+func EntitySend[T any, A Ref[T], TM any, M Msg[TM]](ctx context.Context, es *Entities[T, A], name string, msg M, behaviour func(A, M) Allocation) error {
+	if msg == nil || behaviour == nil {
+		nilSend()
+	}
+	for {
+		a, err := es.Get(ctx, name)
+		if err != nil {
+			return err
+		}
+		err = Send(a, msg, behaviour)
+		if !errors.Is(err, ErrTerminated) {
+			return err
+		}
+		// It ended, or passivated, after Get: Get waits for the end and
+		// spawns the next incarnation.
+	}
+}
+
 // EntityPort is Get followed by Bind: it returns a port for one behaviour
 // of the live actor of name, spawning the actor if needed. Errors: those of
 // Get. Every behaviour of an entity is reachable from its name this way,
@@ -155,15 +196,16 @@ func EntityPort[T any, A Ref[T], TM any, M Msg[TM]](ctx context.Context, es *Ent
 	}
 }
 
-// live reports whether the incarnation of s is alive and not terminating:
-// a port bound now is the one bound at its spawn (not a later incarnation
-// of the same actor value, spawned again by whoever got it back).
+// live reports whether the incarnation of s is alive and not terminating
+// (nor passivating: it refuses sends already): a port bound now is the one
+// bound at its spawn (not a later incarnation of the same actor value,
+// spawned again by whoever got it back).
 func (es *Entities[T, A]) live(s *entitySlot[T, A]) bool {
 	if s.port == (Port[*entityProbe]{}) {
 		return false
 	}
 	p, err := Bind(s.a, es.probe)
-	return err == nil && p == s.port
+	return err == nil && p == s.port && !executor.Passivating(s.a.actorCell())
 }
 
 // create adds a slot for name unless one exists; created reports whether

@@ -90,6 +90,31 @@ func (m mailboxOption) applySpawn(o *executor.SpawnOptions) {
 	o.MailboxBound, o.Overflow = m.bound, m.overflow
 }
 
+// WithPassivation ends the actor once it has received no message for d
+// (idle passivation): it terminates with ReasonPassivated, its Stopped hook
+// runs (not Destroy nor Release, as for Finished), its watchers are told,
+// and, for an entity, its name is free for the next incarnation. The
+// actor is ended between d and 1.25·d after its last message (plus
+// scheduling delays), and only in its own turn: a message sent to it
+// before that decision, and accepted (Send returned nil), is delivered to
+// it first, whatever its mailbox held; a send after it fails with
+// ErrTerminated and queues nothing, as for any ended actor, so sending it
+// again through an Entities (Get, EntityPort, EntitySend) reaches the
+// next incarnation, exactly once.
+//
+// Behaviours need not do anything: the worker marks each delivery with a
+// plain store, and one timer per actor, on the system's timer goroutine,
+// sends it a check every d/4; an actor that received a message since the
+// last check goes on. Spawn fails with ErrConfig for d <= 0. It composes
+// with the other options; with WithMailbox, WithRestart or WithEscalate,
+// an actor whose queued messages wait (a backoff, a pending escalation)
+// is not idle.
+func WithPassivation(d time.Duration) SpawnOption { return passivationOption(d) }
+
+type passivationOption time.Duration
+
+func (p passivationOption) applySpawn(o *executor.SpawnOptions) { o.IdleTimeout = time.Duration(p) }
+
 // Overflow is what a send to a full bounded mailbox does (WithMailbox).
 type Overflow = executor.Overflow
 
@@ -121,8 +146,8 @@ const (
 type Failure = executor.Failure
 
 // Reason says why an actor terminated (see Terminated). Its String method
-// gives "unknown", "normal", "panic", "budget_exhausted" or
-// "system_stopped": lower case, no spaces, usable as a Prometheus label
+// gives "unknown", "normal", "panic", "budget_exhausted", "system_stopped"
+// or "passivated": lower case, no spaces, usable as a Prometheus label
 // value.
 type Reason = executor.Reason
 
@@ -132,6 +157,9 @@ const (
 	ReasonPanic   = executor.ReasonPanic   // a panic under the Terminate directive (or in a hook), or Failure.Stop
 	ReasonBudget  = executor.ReasonBudget  // more panics than the restart budget allows
 	ReasonStopped = executor.ReasonStopped // its system's Stop context ended while it was alive
+	// ReasonPassivated: it received no message for its WithPassivation
+	// duration and was ended by its passivation.
+	ReasonPassivated = executor.ReasonPassivated
 )
 
 // Terminated is the message a watcher receives, exactly once per watch,

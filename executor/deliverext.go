@@ -44,6 +44,7 @@ func (w *worker) deliverExt(env *envelope) {
 	x := c.ext.Load()
 	if !ctl {
 		if w.runStarted(c, x, env.want, true) {
+			x.delivered = true // the passivation mark (see passivate.go)
 			w.deliverOne(env)
 		} else { // the hook panicked: the actor terminated before env
 			w.st.DeadLetters++
@@ -59,6 +60,10 @@ func (w *worker) deliverExt(env *envelope) {
 		w.runStarted(c, x, env.want, false)
 	case opDrain:
 		w.drainPrivate(c, x, env.want)
+	case opPassivate:
+		w.passivationCheck(c, x, env.want)
+	case opPassivated:
+		w.terminatePassivated(c, x, env.want)
 	case opResume:
 		if w.unsuspend(x, ctlMsg.seq) {
 			w.drainPrivate(c, x, env.want)

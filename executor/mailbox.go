@@ -202,6 +202,15 @@ func (m *mailbox) settled() uint64 {
 // preempted or assisting the garbage collector in the allocation thus never
 // keeps the worker spinning on the lock.
 func (m *mailbox) push(c *Cell, fn unsafe.Pointer, msg any, coff, want uint32) int {
+	return m.pushGated(c, fn, msg, coff, want, nil)
+}
+
+// pushGated is push with a gate: when gate is non-nil and set, read under
+// the lock, nothing is queued and it returns pushGateShut. The gate is a
+// passivating actor's (passivator.shut): its worker sets it under this
+// lock (passivator.close), so a push either comes before that, and its
+// envelope lies before the end marker pushed after it, or sees it set.
+func (m *mailbox) pushGated(c *Cell, fn unsafe.Pointer, msg any, coff, want uint32, gate *atomic.Bool) int {
 	w := m.lockFor(true)
 	for w&wordClosed == 0 && m.buf.Full() {
 		if w&wordGrowing != 0 {
@@ -230,6 +239,10 @@ func (m *mailbox) push(c *Cell, fn unsafe.Pointer, msg any, coff, want uint32) i
 	if w&wordClosed != 0 {
 		m.unlock(w)
 		return -1
+	}
+	if gate != nil && gate.Load() {
+		m.unlock(w)
+		return pushGateShut
 	}
 	m.buf.Next().set(c, fn, msg, coff, want) // room was made: does not allocate
 	m.sent++

@@ -227,6 +227,9 @@ func (q *privQueue) put(c *Cell, x *cellExt, coff, want uint32, fn unsafe.Pointe
 				return fmt.Errorf("%w: %w", ErrMailboxFull, context.Cause(ctx))
 			}
 		case putClosed:
+			if x.pass != nil && x.pass.shut.Load() {
+				return ErrTerminated // passivated (the load pairs with the store under q.mu)
+			}
 			if c.state.Load()|cellPlain == want {
 				// Still alive: a forced Stop closed the queue (stopExts),
 				// and after Stop sends report ErrStopped. A termination
@@ -354,6 +357,7 @@ func (w *worker) drainPrivate(c *Cell, x *cellExt, want uint32) {
 			return
 		}
 		w.sup.env = env
+		x.delivered = true // the passivation mark (see passivate.go)
 		w.st.private++
 		w.sup.inPriv = true
 		w.deliverOne(&w.sup.env)

@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"math"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/actord/actord/internal/erased"
@@ -181,6 +182,21 @@ func send(c *Cell, off, size uintptr, want uint32, fn unsafe.Pointer, msg any) e
 func pushTo(c *Cell, mb *mailbox, coff, st uint32, fn unsafe.Pointer, msg any) error {
 	n := mb.push(c, fn, msg, coff, st)
 	if n < 0 {
+		return ErrStopped
+	}
+	mb.exec.notify(mb, n)
+	return nil
+}
+
+// pushGatedTo is pushTo for a passivating actor (see passivate.go): the
+// push fails with ErrTerminated once the actor's passivation has shut
+// gate, as if it had ended then.
+func pushGatedTo(c *Cell, mb *mailbox, coff, st uint32, fn unsafe.Pointer, msg any, gate *atomic.Bool) error {
+	n := mb.pushGated(c, fn, msg, coff, st, gate)
+	if n < 0 {
+		if n == pushGateShut {
+			return ErrTerminated
+		}
 		return ErrStopped
 	}
 	mb.exec.notify(mb, n)

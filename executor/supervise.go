@@ -77,14 +77,19 @@ const (
 	// ReasonStopped: its system stopped (its Stop's context ended) while
 	// it was alive.
 	ReasonStopped
+	// ReasonPassivated: the actor, spawned with SpawnOptions.IdleTimeout,
+	// received no message for that long and was ended by its passivation
+	// (see passivate.go).
+	ReasonPassivated
 )
 
 var reasonNames = [...]string{
-	ReasonUnknown: "unknown",
-	ReasonNormal:  "normal",
-	ReasonPanic:   "panic",
-	ReasonBudget:  "budget_exhausted",
-	ReasonStopped: "system_stopped",
+	ReasonUnknown:    "unknown",
+	ReasonNormal:     "normal",
+	ReasonPanic:      "panic",
+	ReasonBudget:     "budget_exhausted",
+	ReasonStopped:    "system_stopped",
+	ReasonPassivated: "passivated",
 }
 
 func (r Reason) String() string { return enumName(reasonNames[:], uint8(r), "Reason") }
@@ -219,6 +224,13 @@ type SpawnOptions struct {
 	// goroutine that is not running a behaviour.
 	MailboxBound int
 	Overflow     Overflow
+	// IdleTimeout, if positive, passivates the actor: once it has
+	// received no message for about that long (between IdleTimeout and
+	// 1.25 times it), it terminates (ReasonPassivated; its Stopped hook
+	// runs, its watchers are told). Messages accepted before the decision
+	// are delivered first; sends after it fail with ErrTerminated. See
+	// passivate.go.
+	IdleTimeout time.Duration
 }
 
 // MaxMailboxBound is the largest SpawnOptions.MailboxBound.
@@ -237,7 +249,7 @@ func (o *SpawnOptions) validate() error {
 		return fmt.Errorf("%w: SpawnOptions.Overflow %d is not an overflow policy", ErrConfig, o.Overflow)
 	case o.MailboxBound < 0 || o.MailboxBound > MaxMailboxBound:
 		return fmt.Errorf("%w: SpawnOptions.MailboxBound %d out of [0, %d]", ErrConfig, o.MailboxBound, MaxMailboxBound)
-	case o.Within < 0 || o.MinBackoff < 0 || o.MaxBackoff < 0:
+	case o.Within < 0 || o.MinBackoff < 0 || o.MaxBackoff < 0 || o.IdleTimeout < 0:
 		return fmt.Errorf("%w: SpawnOptions durations must not be negative", ErrConfig)
 	case o.MaxBackoff > 0 && o.MinBackoff > o.MaxBackoff:
 		return fmt.Errorf("%w: SpawnOptions.MinBackoff %v above MaxBackoff %v", ErrConfig, o.MinBackoff, o.MaxBackoff)
@@ -283,7 +295,8 @@ type cellExt struct {
 	overflow    Overflow
 	starter     Starter
 	stopper     Stopper
-	pq          *privQueue // nil unless bounded, Restart or Escalate
+	pq          *privQueue  // nil unless bounded, Restart or Escalate
+	pass        *passivator // nil unless IdleTimeout (see passivate.go)
 	// exec is the executor the incarnation was spawned in (nil for an
 	// extension Watch installed, which has no private queue): a put
 	// counts into it, as the queue's messages are delivered or dropped
@@ -298,6 +311,13 @@ type cellExt struct {
 	windowStart time.Time
 	lastPanic   *PanicError
 	susp        uint32 // suspensions so far: the current one's number, for its resume or decision
+	// delivered is the passivation mark: set at every delivery of a user
+	// message (deliverExt, drainPrivate), read and cleared by the
+	// passivation check, which runs in the actor's own turn too
+	// (passivationCheck). A plain store, worker-owned like the fields
+	// above; set for every extended actor, since a store costs less than
+	// a branch on whether it passivates.
+	delivered bool
 
 	// mu guards the watch state: watchers, done, reason and err. The
 	// terminating worker sets done once (finish); Watch appends before
@@ -338,6 +358,9 @@ func newExt(obj any, o *SpawnOptions, inc uint32, w *worker) *cellExt {
 		x.bound, x.overflow = o.MailboxBound, o.Overflow
 		if x.bound > 0 || x.dir == Restart || x.dir == Escalate {
 			x.pq = new(privQueue)
+		}
+		if o.IdleTimeout > 0 {
+			x.pass = newPassivator(o.IdleTimeout)
 		}
 	}
 	return x
@@ -386,6 +409,9 @@ func (e *Executor) extended(c *Cell, x *cellExt) {
 	if x.starter != nil {
 		sendControl(c, x.inc|cellAlive|cellPlain, startMsg)
 	}
+	if x.pass != nil {
+		x.pass.arm(e, c, x.inc|cellAlive|cellPlain)
+	}
 	e.sup.mu.Lock()
 	if e.sup.exts == nil {
 		e.sup.exts = make(map[*Cell]*cellExt)
@@ -415,10 +441,12 @@ type control struct {
 }
 
 const (
-	opDrain  = iota // drain the private queue
-	opStart         // run the Started hook
-	opResume        // a backoff has ended
-	opDecide        // a supervisor's decision
+	opDrain      = iota // drain the private queue
+	opStart             // run the Started hook
+	opResume            // a backoff has ended
+	opDecide            // a supervisor's decision
+	opPassivate         // a passivation check (passivate.go)
+	opPassivated        // a passivation's end marker (passivate.go)
 )
 
 var (
@@ -451,6 +479,9 @@ func sendControl(c *Cell, want uint32, ctl *control) error {
 func sendExt(c *Cell, coff, want uint32, fn unsafe.Pointer, msg any, ctx context.Context) error {
 	x := c.ext.Load()
 	if x == nil || x.inc != incOf(want) || x.pq == nil {
+		if x != nil && x.pass != nil && x.inc == incOf(want) {
+			return pushGatedTo(c, c.mb.Load(), coff, want, fn, msg, &x.pass.shut)
+		}
 		return pushTo(c, c.mb.Load(), coff, want, fn, msg)
 	}
 	return x.pq.put(c, x, coff, want, fn, msg, ctx)

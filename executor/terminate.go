@@ -153,6 +153,9 @@ type extTerm struct {
 	// the Stopped hook and the watchers get ReasonStopped, and the
 	// private queue's messages are dropped with ErrStopped.
 	stopped bool
+	// passivated: the end of a passivation (terminatePassivated): the
+	// Stopped hook and the watchers get ReasonPassivated.
+	passivated bool
 }
 
 // The steps of extTerm.run, in order.
@@ -200,6 +203,9 @@ func (w *worker) terminateStopped(c *Cell, x *cellExt) {
 func (t *extTerm) why() Reason {
 	if t.stopped {
 		return ReasonStopped
+	}
+	if t.passivated {
+		return ReasonPassivated
 	}
 	return reasonOf(t.reason)
 }

@@ -281,6 +281,9 @@ func watchGone(c *Cell, want, s uint32, wt watcher) {
 			x.mu.Lock()
 			if x.done {
 				t.Actor, t.Err = x.obj, x.err
+				if x.reason == ReasonPassivated { // the word holds reasonNormal
+					t.Reason = x.reason
+				}
 			}
 			x.mu.Unlock()
 		}

@@ -85,3 +85,64 @@ func BenchmarkLookup(b *testing.B) {
 	}
 	sys.Stop(ctx)
 }
+
+// BenchmarkAskByName: an Ask from a goroutine outside the system, two
+// workers, to one of 100 actors chosen in turn, reached through a port
+// kept from before (port), a Lookup of its registered name (lookup), or
+// EntityPort of its entity name (entity). The differences are the cost of
+// finding the actor by name on the service path.
+func BenchmarkAskByName(b *testing.B) {
+	ctx := context.Background()
+	run := func(b *testing.B, port func(i int) (actor.Port[*greet], error)) {
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			p, err := port(i % len(benchNames))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := actor.Ask(ctx, p, &greet{Who: "b"}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+	}
+	b.Run("via=port", func(b *testing.B) {
+		sys, _ := actor.Start(actor.WithWorkers(2))
+		gs := make([]*greeter, len(benchNames))
+		ports := make([]actor.Port[*greet], len(benchNames))
+		for i := range ports {
+			gs[i] = must(actor.Spawn(sys, &greeter{}))
+			ports[i] = must(actor.Bind(gs[i], (*greeter).onGreet))
+		}
+		run(b, func(i int) (actor.Port[*greet], error) { return ports[i], nil })
+		for _, g := range gs {
+			actor.SendPill(g, actor.FinishedMsg)
+		}
+		sys.Stop(ctx)
+	})
+	b.Run("via=lookup", func(b *testing.B) {
+		sys, _ := actor.Start(actor.WithWorkers(2))
+		gs := make([]*greeter, len(benchNames))
+		for i, n := range benchNames {
+			gs[i] = must(actor.Spawn(sys, &greeter{}))
+			actor.Register(sys, n, must(actor.Bind(gs[i], (*greeter).onGreet)))
+		}
+		run(b, func(i int) (actor.Port[*greet], error) { return actor.Lookup[*greet](sys, benchNames[i]) })
+		for _, g := range gs {
+			actor.SendPill(g, actor.FinishedMsg)
+		}
+		sys.Stop(ctx)
+	})
+	b.Run("via=entity", func(b *testing.B) {
+		sys, _ := actor.Start(actor.WithWorkers(2))
+		es := actor.NewEntities(sys, func(string) *greeter { return &greeter{} })
+		run(b, func(i int) (actor.Port[*greet], error) {
+			return actor.EntityPort(ctx, es, benchNames[i], (*greeter).onGreet)
+		})
+		for _, n := range benchNames {
+			actor.SendPill(must(es.Get(ctx, n)), actor.FinishedMsg)
+		}
+		sys.Stop(ctx)
+	})
+}

@@ -16,7 +16,8 @@
 //   - a shard spawned WithRestart: a panic is reported to the error
 //     handler, the request that caused it gets 503, and the shard
 //     restarts, empty (its keys are lost), for the next requests, while
-//     the service goes on answering;
+//     the service goes on answering. Past its budget (10 restarts a
+//     minute) it terminates, and the next request spawns a new one;
 //   - deadlines: a request's deadline, or a client that goes away, ends
 //     its ask (504, or 499 in the logs);
 //   - the errors of an ask mapped to HTTP statuses in one table

@@ -179,6 +179,40 @@ func TestConcurrentClients(t *testing.T) {
 	}
 }
 
+// Many clients at once, each with its own session, touched in turn with
+// a GET of one unknown id that every client asks for at once: each touch
+// counts on its own session, and the unknown id is 404 for all of them.
+func TestConcurrentSessions(t *testing.T) {
+	ts := start(t, defaultConfig())
+	const clients, touches = 20, 30
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Go(func() {
+			_, body, err := ts.doCtx(context.Background(), "POST", "/session", "")
+			var info sessionInfo
+			if err != nil || json.Unmarshal([]byte(body), &info) != nil {
+				t.Errorf("client %d: new session: %q %v", c, body, err)
+				return
+			}
+			for i := 2; i <= touches; i++ {
+				code, body, err := ts.doCtx(context.Background(), "GET", "/session/"+info.ID, "")
+				if err != nil || code != http.StatusOK || json.Unmarshal([]byte(body), &info) != nil || info.Hits != i {
+					t.Errorf("client %d: touch %d: %d %q %v", c, i, code, body, err)
+					return
+				}
+				if code, body, err = ts.doCtx(context.Background(), "GET", "/session/unknown", ""); code != http.StatusNotFound {
+					t.Errorf("client %d: unknown session: %d %q %v", c, code, body, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if h := ts.health(); h.Sessions < clients {
+		t.Fatalf("healthz: %d sessions, want at least %d", h.Sessions, clients)
+	}
+}
+
 // A deadline ends the ask: the service's answer is 504, at the deadline and
 // not when the slow reply would come. A client that hangs up ends its ask
 // too, which the service counts.
@@ -328,6 +362,25 @@ func TestPanicRestarts(t *testing.T) {
 	h := ts.health()
 	if h.Status != "ok" || h.Panics != 1 || h.Restarts != 1 {
 		t.Fatalf("healthz: %+v, want ok, 1 panic, 1 restart", h)
+	}
+}
+
+// Past its restart budget (10 a minute) a shard terminates, and the next
+// request to its name spawns a new one: every panic is answered 503 and
+// the shard answers afterwards.
+func TestPanicPastBudget(t *testing.T) {
+	ts := start(t, defaultConfig())
+	const panics = 12
+	for range panics {
+		code, body := ts.do("POST", "/panic/k", "")
+		expect(t, "panic", code, http.StatusServiceUnavailable, body)
+	}
+	code, body := ts.do("PUT", "/kv/k", "v")
+	expect(t, "put after the budget", code, http.StatusCreated, body)
+	code, body = ts.do("GET", "/kv/k", "")
+	expect(t, "get after the budget", code, http.StatusOK, body)
+	if h := ts.health(); h.Status != "ok" || h.Panics != panics {
+		t.Fatalf("healthz: %+v, want ok, %d panics", h, panics)
 	}
 }
 

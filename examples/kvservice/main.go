@@ -1,16 +1,32 @@
 // Command kvservice is an HTTP key-value service built on actors, with the
-// standard library's net/http only. It shows:
+// standard library's net/http only. It has the shape of every service on
+// actord: entity types (actor.NewEntities), each a set of actors named by
+// a key, and HTTP handlers that ask an entity by its name with the
+// request's context and turn the error of the ask into a status, in one
+// function. It shows:
 //
-//   - keys sharded over store actors, each owning a plain map (shard.go);
-//   - handlers that ask actors with the request's context, so a deadline or
-//     a client that goes away ends the ask, and the errors of an ask mapped
-//     to HTTP statuses (service.go);
-//   - a session actor per client that a timer expires after idle time,
-//     re-armed on every use (session.go);
-//   - a panicking actor reported to the error handler and respawned, while
-//     the service goes on answering (shard.go, service.go);
+//   - keys sharded over store entities, named "0" to "n-1", each owning a
+//     plain map (shard.go);
+//   - a session entity per client, named by its id, spawned
+//     WithPassivation: idle for the session timeout, it ends by itself
+//     (session.go). Only POST /session creates a session: a GET of an
+//     unknown or expired id reaches a new incarnation that was never
+//     created, which answers 404 and ends at once, so an expired session
+//     stays expired;
+//   - a shard spawned WithRestart: a panic is reported to the error
+//     handler, the request that caused it gets 503, and the shard
+//     restarts, empty (its keys are lost), for the next requests, while
+//     the service goes on answering. Past its budget (10 restarts a
+//     minute) it terminates, and the next request spawns a new one;
+//   - deadlines: a request's deadline, or a client that goes away, ends
+//     its ask (504, or 499 in the logs);
+//   - the errors of an ask mapped to HTTP statuses in one table
+//     (statusFor, service.go);
 //   - graceful shutdown on SIGINT/SIGTERM: the HTTP server first, then the
-//     actors, then the system (main.go).
+//     actors, then the system (main.go). An Entities does not list its
+//     entities, so the service keeps the set of live sessions (each
+//     leaves it when it ends) to end them; nothing looks a session up
+//     there.
 //
 // Run it and talk to it:
 //
@@ -22,7 +38,7 @@
 //	curl -i -X POST 127.0.0.1:8080/session                       # 201, Location: /session/{id}
 //	curl 127.0.0.1:8080/session/{id}                             # touches it; 404 once it has expired
 //	curl -i '127.0.0.1:8080/slow?d=2s&timeout=100ms'             # 504 Gateway Timeout
-//	curl -i -X POST 127.0.0.1:8080/panic/greeting                # 503; the shard is respawned
+//	curl -i -X POST 127.0.0.1:8080/panic/greeting                # 503; the shard restarts, empty
 //	curl 127.0.0.1:8080/healthz                                  # every shard answers; counters
 package main
 

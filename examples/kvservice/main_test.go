@@ -179,6 +179,40 @@ func TestConcurrentClients(t *testing.T) {
 	}
 }
 
+// Many clients at once, each with its own session, touched in turn with
+// a GET of one unknown id that every client asks for at once: each touch
+// counts on its own session, and the unknown id is 404 for all of them.
+func TestConcurrentSessions(t *testing.T) {
+	ts := start(t, defaultConfig())
+	const clients, touches = 20, 30
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Go(func() {
+			_, body, err := ts.doCtx(context.Background(), "POST", "/session", "")
+			var info sessionInfo
+			if err != nil || json.Unmarshal([]byte(body), &info) != nil {
+				t.Errorf("client %d: new session: %q %v", c, body, err)
+				return
+			}
+			for i := 2; i <= touches; i++ {
+				code, body, err := ts.doCtx(context.Background(), "GET", "/session/"+info.ID, "")
+				if err != nil || code != http.StatusOK || json.Unmarshal([]byte(body), &info) != nil || info.Hits != i {
+					t.Errorf("client %d: touch %d: %d %q %v", c, i, code, body, err)
+					return
+				}
+				if code, body, err = ts.doCtx(context.Background(), "GET", "/session/unknown", ""); code != http.StatusNotFound {
+					t.Errorf("client %d: unknown session: %d %q %v", c, code, body, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if h := ts.health(); h.Sessions < clients {
+		t.Fatalf("healthz: %d sessions, want at least %d", h.Sessions, clients)
+	}
+}
+
 // A deadline ends the ask: the service's answer is 504, at the deadline and
 // not when the slow reply would come. A client that hangs up ends its ask
 // too, which the service counts.
@@ -211,17 +245,17 @@ func TestDeadline(t *testing.T) {
 	}
 }
 
-// A session lives as long as it is used, and expires after its idle
-// timeout once it is not.
+// A session lives as long as it is used, and expires (passivates) after
+// its idle timeout once it is not; a GET does not bring it back.
 func TestSessionExpires(t *testing.T) {
 	cfg := defaultConfig()
 	cfg.SessionIdle = 100 * time.Millisecond
 	idle := cfg.SessionIdle
 	ts := start(t, cfg)
 
-	// Touching a session re-arms its timer: touched more often than its idle
-	// timeout, it outlives the timeout. lastTouch is when the last touch
-	// that found it was sent, so its timer was armed after lastTouch. On a
+	// A touch is a message: touched more often than its idle timeout, the
+	// session outlives the timeout. lastTouch is when the last touch that
+	// found it was sent, so it was received after lastTouch. On a
 	// machine so loaded that two touches end up further apart than the
 	// timeout, the session may expire: the test then starts over with a new
 	// one, a few times at most.
@@ -276,17 +310,31 @@ func TestSessionExpires(t *testing.T) {
 			t.Fatal("the session never expired")
 		}
 	}
-	if h := ts.health(); h.Sessions != 0 {
-		t.Fatalf("healthz: %d sessions after expiry, want 0", h.Sessions)
+	// Expired, it stays so: each GET reaches a new incarnation, never
+	// created, which answers 404 and ends.
+	for range 3 {
+		code, body := ts.do("GET", path, "")
+		expect(t, "expired session", code, http.StatusNotFound, body)
+		code, body = ts.do("GET", "/session/nosuchsession", "")
+		expect(t, "unknown session", code, http.StatusNotFound, body)
 	}
-	code, body := ts.do("GET", "/session/nosuchsession", "")
-	expect(t, "unknown session", code, http.StatusNotFound, body)
+	waitNoSessions(t, ts, 10*time.Second)
 }
 
-// A shard that panics is reported and respawned: the request that made it
+// waitNoSessions waits until /healthz counts no live session.
+func waitNoSessions(t *testing.T, ts *testService, within time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(within); ts.health().Sessions != 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d sessions still live after %v", ts.health().Sessions, within)
+		}
+	}
+}
+
+// A shard that panics is reported and restarted: the request that made it
 // panic gets 503, the crashed shard's keys are gone, every other shard
-// keeps its keys, and the respawned shard serves the next requests.
-func TestPanicRespawns(t *testing.T) {
+// keeps its keys, and the restarted shard serves the next requests.
+func TestPanicRestarts(t *testing.T) {
 	cfg := defaultConfig()
 	ts := start(t, cfg)
 	const keys = 32
@@ -296,33 +344,52 @@ func TestPanicRespawns(t *testing.T) {
 	}
 	code, body := ts.do("POST", "/panic/k0", "")
 	expect(t, "panic", code, http.StatusServiceUnavailable, body)
-	crashed := shardIndex("k0", cfg.Shards)
+	crashed := shardOf("k0", cfg.Shards)
 	for k := range keys {
 		key := fmt.Sprintf("k%d", k)
 		want := http.StatusOK
-		if shardIndex(key, cfg.Shards) == crashed {
+		if shardOf(key, cfg.Shards) == crashed {
 			want = http.StatusNotFound // its state died with it
 		}
 		code, body := ts.do("GET", "/kv/"+key, "")
 		expect(t, "get "+key+" after the panic", code, want, body)
 	}
 	code, body = ts.do("PUT", "/kv/k0", "again")
-	expect(t, "put on the respawned shard", code, http.StatusCreated, body)
+	expect(t, "put on the restarted shard", code, http.StatusCreated, body)
 	if code, body = ts.do("GET", "/kv/k0", ""); code != http.StatusOK || body != "again" {
-		t.Fatalf("get on the respawned shard: %d %q", code, body)
+		t.Fatalf("get on the restarted shard: %d %q", code, body)
 	}
 	h := ts.health()
-	if h.Status != "ok" || h.Panics != 1 || h.Respawns != 1 {
-		t.Fatalf("healthz: %+v, want ok, 1 panic, 1 respawn", h)
+	if h.Status != "ok" || h.Panics != 1 || h.Restarts != 1 {
+		t.Fatalf("healthz: %+v, want ok, 1 panic, 1 restart", h)
 	}
 }
 
-// Shutdown ends the actors, sessions with pending timers included, and
-// the listener: afterwards nothing answers and no goroutine is left.
+// Past its restart budget (10 a minute) a shard terminates, and the next
+// request to its name spawns a new one: every panic is answered 503 and
+// the shard answers afterwards.
+func TestPanicPastBudget(t *testing.T) {
+	ts := start(t, defaultConfig())
+	const panics = 12
+	for range panics {
+		code, body := ts.do("POST", "/panic/k", "")
+		expect(t, "panic", code, http.StatusServiceUnavailable, body)
+	}
+	code, body := ts.do("PUT", "/kv/k", "v")
+	expect(t, "put after the budget", code, http.StatusCreated, body)
+	code, body = ts.do("GET", "/kv/k", "")
+	expect(t, "get after the budget", code, http.StatusOK, body)
+	if h := ts.health(); h.Status != "ok" || h.Panics != panics {
+		t.Fatalf("healthz: %+v, want ok, %d panics", h, panics)
+	}
+}
+
+// Shutdown ends the actors, live sessions included, and the listener:
+// afterwards nothing answers and no goroutine is left.
 func TestShutdown(t *testing.T) {
 	ts := start(t, defaultConfig())
 	ts.do("PUT", "/kv/a", "1")
-	code, body := ts.do("POST", "/session", "") // its timer is pending at shutdown
+	code, body := ts.do("POST", "/session", "") // live at shutdown (idle 1m)
 	expect(t, "new session", code, http.StatusCreated, body)
 	if err := ts.stop(); err != nil {
 		t.Fatalf("shutdown: %v", err)
@@ -334,8 +401,8 @@ func TestShutdown(t *testing.T) {
 }
 
 // A session whose creating request ends before its first touch (a
-// deadline of 1ns here; a client that hangs up alike) still expires: its
-// idle timer is armed when it starts, not by that touch.
+// deadline of 1ns here; a client that hangs up alike) still expires:
+// passivation begins when the actor is spawned, not at its first message.
 func TestSessionExpiresWhenFirstTouchFails(t *testing.T) {
 	cfg := defaultConfig()
 	cfg.SessionIdle = 50 * time.Millisecond
@@ -344,11 +411,7 @@ func TestSessionExpiresWhenFirstTouchFails(t *testing.T) {
 		code, body := ts.do("POST", "/session?timeout=1ns", "")
 		expect(t, "new session, deadline passed", code, http.StatusGatewayTimeout, body)
 	}
-	for deadline := time.Now().Add(20 * time.Second); ts.health().Sessions != 0; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d sessions never expired (idle timeout %v)", ts.health().Sessions, cfg.SessionIdle)
-		}
-	}
+	waitNoSessions(t, ts, 20*time.Second)
 }
 
 // A PUT whose body stalls is cut off at the request's deadline, so a

@@ -25,24 +25,22 @@ type config struct {
 	Timeout     time.Duration // deadline of every request; ?timeout= may shorten it
 }
 
-// service holds the actor system, the shards and the sessions, and serves
-// them over HTTP.
+// service holds the actor system and its two entity types, and serves them
+// over HTTP.
 type service struct {
-	cfg config
-	log *slog.Logger
-	sys *actor.System
+	cfg      config
+	log      *slog.Logger
+	sys      *actor.System
+	shards   *actor.Entities[shard, *shard]     // named "0" to cfg.Shards-1
+	sessions *actor.Entities[session, *session] // named by session id
 
-	// shards[i] is the live incarnation of shard i; the handlers read it
-	// without a lock, and respawn replaces it after a crash.
-	shards []atomic.Pointer[shard]
-
-	sessions sync.Map // session id -> *session
-
-	mu      sync.Mutex // serializes respawns, session spawns and close
-	closing bool       // set by close: nothing is spawned any more
+	// live holds every session actor not yet ended (*session keys), for
+	// close, which must end them, and /healthz, which counts them: an
+	// Entities does not list its entities. Nothing looks a session up here.
+	live sync.Map
 
 	// Counters, reported by /healthz.
-	panics, respawns, timeouts, canceled atomic.Int64
+	panics, restarts, timeouts, canceled atomic.Int64
 }
 
 // newService starts an actor system and spawns the shards.
@@ -50,10 +48,10 @@ func newService(cfg config, log *slog.Logger) (*service, error) {
 	if cfg.Shards < 1 || cfg.SessionIdle <= 0 || cfg.Timeout <= 0 {
 		return nil, fmt.Errorf("kvservice: invalid configuration %+v", cfg)
 	}
-	s := &service{cfg: cfg, log: log, shards: make([]atomic.Pointer[shard], cfg.Shards)}
+	s := &service{cfg: cfg, log: log}
 	// The error handler is called, on the worker, with every panic recovered
-	// from a behaviour (a *actor.PanicError): the panicking actor has been
-	// terminated, everything else goes on. Stop reports the panics again.
+	// from a behaviour (a *actor.PanicError), whether supervision restarts
+	// the actor or it terminates.
 	sys, err := actor.Start(actor.WithErrorHandler(func(err error) {
 		s.panics.Add(1)
 		log.Error("actor panicked", "err", err)
@@ -65,12 +63,18 @@ func newService(cfg config, log *slog.Logger) (*service, error) {
 		return nil, err
 	}
 	s.sys = sys
-	for i := range s.shards {
-		sh, err := spawnShard(sys)
-		if err != nil {
+	// The zero Budget allows 10 restarts a minute, without backoff.
+	s.shards = actor.NewEntities(sys, func(string) *shard { return &shard{restarts: &s.restarts} },
+		actor.WithRestart(nil, actor.Budget{}))
+	s.sessions = actor.NewEntities(sys, func(id string) *session {
+		sess := &session{id: id, idle: cfg.SessionIdle, created: time.Now(), live: &s.live}
+		s.live.Store(sess, nil)
+		return sess
+	}, actor.WithPassivation(cfg.SessionIdle))
+	for i := range cfg.Shards { // spawned now, so that a bad option fails the start
+		if _, err := s.shards.Get(context.Background(), strconv.Itoa(i)); err != nil {
 			return nil, errors.Join(err, s.close(context.Background()))
 		}
-		s.shards[i].Store(sh)
 	}
 	return s, nil
 }
@@ -78,176 +82,146 @@ func newService(cfg config, log *slog.Logger) (*service, error) {
 // routes maps the endpoints to their handlers (Go 1.22 patterns).
 func (s *service) routes() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /kv/{key}", s.getKey)
-	mux.HandleFunc("PUT /kv/{key}", s.putKey)
-	mux.HandleFunc("DELETE /kv/{key}", s.deleteKey)
-	mux.HandleFunc("POST /session", s.newSession)
-	mux.HandleFunc("GET /session/{id}", s.touchSession)
-	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /kv/{key}", s.handle(s.getKey))
+	mux.HandleFunc("PUT /kv/{key}", s.handle(s.putKey))
+	mux.HandleFunc("DELETE /kv/{key}", s.handle(s.deleteKey))
+	mux.HandleFunc("POST /session", s.handle(s.newSession))
+	mux.HandleFunc("GET /session/{id}", s.handle(s.touchSession))
+	mux.HandleFunc("GET /healthz", s.handle(s.healthz))
 	// Demonstrations: a slow reply, and a shard that panics.
-	mux.HandleFunc("GET /slow", s.slow)
-	mux.HandleFunc("POST /panic/{key}", s.panicShard)
+	mux.HandleFunc("GET /slow", s.handle(s.slow))
+	mux.HandleFunc("POST /panic/{key}", s.handle(s.panicShard))
 	return mux
 }
 
-// requestContext is the context every ask of a request is made with: the
-// request's own context, which ends when the client goes away, with the
-// service's deadline, or a shorter one the client asks for with ?timeout=.
-// When it ends, actor.Ask returns its error at once.
-func (s *service) requestContext(r *http.Request) (context.Context, context.CancelFunc) {
-	d := s.cfg.Timeout
-	if t, err := time.ParseDuration(r.URL.Query().Get("timeout")); err == nil && t > 0 && t < d {
-		d = t
+// handler is the shape of every endpoint: read the request, ask an entity
+// with ctx, write the answer; or return the error of the ask, which handle
+// turns into a status.
+type handler func(ctx context.Context, w http.ResponseWriter, r *http.Request) error
+
+// handle runs h with the request's own context, which ends when the client
+// goes away, under the service's deadline or a shorter one the client asks
+// for with ?timeout=. When ctx ends, the ask ends at once.
+func (s *service) handle(h handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		d := s.cfg.Timeout
+		if t, err := time.ParseDuration(r.URL.Query().Get("timeout")); err == nil && t > 0 && t < d {
+			d = t
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), d)
+		defer cancel()
+		if err := h(ctx, w, r); err != nil {
+			s.failed(w, r, err)
+		}
 	}
-	return context.WithTimeout(r.Context(), d)
 }
 
-// shardFor returns the index and current incarnation of the shard that owns
-// key.
-func (s *service) shardFor(key string) (int, *shard) {
-	i := shardIndex(key, len(s.shards))
-	return i, s.shards[i].Load()
+// ask asks the entity name of es through behaviour. An ask that fails with
+// ErrTerminated was never delivered: the incarnation ended (passivated,
+// say) between EntityPort and the send. Every behaviour here answers
+// before its actor ends, so asking again is safe, and reaches the next
+// incarnation (as EntitySend does for a plain message).
+func ask[T any, A actor.Ref[T], TR, R any, Req interface {
+	actor.RequestPtr[TR, R]
+	actor.Msg[TR]
+}](ctx context.Context, es *actor.Entities[T, A], name string, behaviour func(A, Req) actor.Allocation, req Req) (R, error) {
+	for {
+		p, err := actor.EntityPort(ctx, es, name, behaviour)
+		if err != nil {
+			var zero R
+			return zero, err
+		}
+		r, err := actor.Ask(ctx, p, req)
+		if !errors.Is(err, actor.ErrTerminated) {
+			return r, err
+		}
+	}
 }
 
-// shardIndex is the shard, of n, that owns key.
-func shardIndex(key string, n int) int {
+// shardOf names the shard, of n, that owns key.
+func shardOf(key string, n int) string {
 	h := fnv.New32a()
 	io.WriteString(h, key)
-	return int(h.Sum32() % uint32(n))
+	return strconv.Itoa(int(h.Sum32() % uint32(n)))
 }
 
 // --- Keys ---
 
-func (s *service) getKey(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := s.requestContext(r)
-	defer cancel()
+func (s *service) getKey(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
 	key := r.PathValue("key")
-	i, sh := s.shardFor(key)
-	res, err := actor.Ask(ctx, sh.get, &getReq{key: key})
+	v, err := ask(ctx, s.shards, shardOf(key, s.cfg.Shards), (*shard).onGet, &getReq{key: key})
 	if err != nil {
-		s.shardFailed(w, r, i, sh, err)
-		return
-	}
-	if !res.found {
-		http.Error(w, "no such key", http.StatusNotFound)
-		return
+		return err
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
-	w.Write(res.value)
+	_, err = w.Write(v)
+	return err
 }
 
 // maxValue bounds the size of a value.
 const maxValue = 1 << 20
 
-func (s *service) putKey(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := s.requestContext(r)
-	defer cancel()
+func (s *service) putKey(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
 	// The request's deadline covers reading its body too: a client that
 	// stalls mid-upload must not hold the handler (and a shutdown) for ever.
 	if dl, ok := ctx.Deadline(); ok {
 		_ = http.NewResponseController(w).SetReadDeadline(dl)
 	}
 	value, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxValue))
-	var tooLarge *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooLarge):
-		http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
-		return
-	case err != nil:
-		http.Error(w, "reading the body: "+err.Error(), http.StatusBadRequest)
-		return
+	if err != nil {
+		code := http.StatusBadRequest
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			code = http.StatusRequestEntityTooLarge
+		}
+		http.Error(w, "reading the body: "+err.Error(), code)
+		return nil
 	}
 	key := r.PathValue("key")
-	i, sh := s.shardFor(key)
-	created, err := actor.Ask(ctx, sh.put, &putReq{key: key, value: value})
-	if err != nil {
-		s.shardFailed(w, r, i, sh, err)
-		return
-	}
-	if created {
+	created, err := ask(ctx, s.shards, shardOf(key, s.cfg.Shards), (*shard).onPut, &putReq{key: key, value: value})
+	switch {
+	case err != nil:
+		return err
+	case created:
 		w.WriteHeader(http.StatusCreated)
-	} else {
+	default:
 		w.WriteHeader(http.StatusNoContent)
 	}
+	return nil
 }
 
-func (s *service) deleteKey(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := s.requestContext(r)
-	defer cancel()
+func (s *service) deleteKey(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
 	key := r.PathValue("key")
-	i, sh := s.shardFor(key)
-	existed, err := actor.Ask(ctx, sh.del, &deleteReq{key: key})
-	if err != nil {
-		s.shardFailed(w, r, i, sh, err)
-		return
-	}
-	if !existed {
-		http.Error(w, "no such key", http.StatusNotFound)
-		return
+	if _, err := ask(ctx, s.shards, shardOf(key, s.cfg.Shards), (*shard).onDelete, &deleteReq{key: key}); err != nil {
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 // --- Sessions ---
 
-func (s *service) newSession(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := s.requestContext(r)
-	defer cancel()
+// newSession creates a session under a new id. If its ask fails (the
+// client hung up, say), the session may exist or not; if it does, nobody
+// knows its id, and it passivates when idle like any other.
+func (s *service) newSession(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
 	id := rand.Text()
-	sess, err := s.spawnSession(id)
+	info, err := ask(ctx, s.sessions, id, (*session).onTouch, &touchReq{create: true})
 	if err != nil {
-		s.failed(w, r, err)
-		return
-	}
-	// Its first touch: the session is registered and its idle timer armed
-	// already, so it expires even if this ask fails (the client hung up).
-	info, err := actor.Ask(ctx, sess.touch, &touchReq{})
-	if err != nil {
-		s.failed(w, r, err)
-		return
+		return err
 	}
 	w.Header().Set("Location", "/session/"+id)
 	writeJSON(w, http.StatusCreated, info)
+	return nil
 }
 
-// spawnSession spawns a session and registers it, unless the service is
-// closing (then it fails with actor.ErrStopped).
-func (s *service) spawnSession(id string) (*session, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closing {
-		return nil, actor.ErrStopped
-	}
-	sess, err := spawnSession(s.sys, id, s.cfg.SessionIdle, s.forgetSession)
+// touchSession touches a session: errNoSession (404) once it has expired.
+func (s *service) touchSession(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
+	info, err := ask(ctx, s.sessions, r.PathValue("id"), (*session).onTouch, &touchReq{})
 	if err != nil {
-		return nil, err
-	}
-	s.sessions.Store(id, sess)
-	return sess, nil
-}
-
-// forgetSession is called by a session's behaviour when it ends.
-func (s *service) forgetSession(id string) { s.sessions.Delete(id) }
-
-func (s *service) touchSession(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := s.requestContext(r)
-	defer cancel()
-	v, ok := s.sessions.Load(r.PathValue("id"))
-	if !ok {
-		http.Error(w, "no such session", http.StatusNotFound)
-		return
-	}
-	info, err := actor.Ask(ctx, v.(*session).touch, &touchReq{})
-	if errors.Is(err, actor.ErrTerminated) {
-		// It expired between the lookup and the ask.
-		http.Error(w, "no such session", http.StatusNotFound)
-		return
-	}
-	if err != nil {
-		s.failed(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, info)
+	return nil
 }
 
 // --- Health ---
@@ -258,34 +232,29 @@ type health struct {
 	Keys     []int  `json:"keys_per_shard"`
 	Sessions int    `json:"sessions"`
 	Panics   int64  `json:"panics"`
-	Respawns int64  `json:"respawns"`
+	Restarts int64  `json:"restarts"`
 	Timeouts int64  `json:"timeouts"`
 	Canceled int64  `json:"canceled"`
 }
 
 // healthz asks every shard for its key count: it checks that the actors
 // answer, not only that the HTTP server does.
-func (s *service) healthz(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := s.requestContext(r)
-	defer cancel()
-	h := health{Status: "ok", Keys: make([]int, len(s.shards))}
+func (s *service) healthz(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
+	h := health{Status: "ok", Keys: make([]int, s.cfg.Shards)}
 	code := http.StatusOK
-	for i := range s.shards {
-		sh := s.shards[i].Load()
-		n, err := actor.Ask(ctx, sh.ping, &pingReq{})
+	for i := range h.Keys {
+		n, err := ask(ctx, s.shards, strconv.Itoa(i), (*shard).onPing, &pingReq{})
 		if err != nil {
-			if errors.Is(err, actor.ErrTerminated) {
-				s.respawn(i, sh)
-			}
 			_, msg := statusFor(err)
 			h.Status, code, n = "shard "+strconv.Itoa(i)+": "+msg, http.StatusServiceUnavailable, -1
 		}
 		h.Keys[i] = n
 	}
-	s.sessions.Range(func(_, _ any) bool { h.Sessions++; return true })
-	h.Panics, h.Respawns = s.panics.Load(), s.respawns.Load()
+	s.live.Range(func(_, _ any) bool { h.Sessions++; return true })
+	h.Panics, h.Restarts = s.panics.Load(), s.restarts.Load()
 	h.Timeouts, h.Canceled = s.timeouts.Load(), s.canceled.Load()
 	writeJSON(w, code, h)
+	return nil
 }
 
 // --- Demonstrations ---
@@ -293,34 +262,25 @@ func (s *service) healthz(w http.ResponseWriter, r *http.Request) {
 // slow asks shard 0 for a reply that takes ?d= (default 1s). With a
 // shorter deadline (?timeout=, or the service's), the ask ends at the
 // deadline and the client gets 504; a client that hangs up ends it too.
-func (s *service) slow(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := s.requestContext(r)
-	defer cancel()
+func (s *service) slow(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
 	d, err := time.ParseDuration(r.URL.Query().Get("d"))
 	if err != nil || d < 0 || d > time.Minute {
 		d = time.Second
 	}
-	sh := s.shards[0].Load()
-	msg, err := actor.Ask(ctx, sh.slow, &slowReq{d: d})
+	msg, err := ask(ctx, s.shards, "0", (*shard).onSlow, &slowReq{d: d})
 	if err != nil {
-		s.shardFailed(w, r, 0, sh, err)
-		return
+		return err
 	}
-	io.WriteString(w, msg+"\n")
+	_, err = io.WriteString(w, msg+"\n")
+	return err
 }
 
-// panicShard makes the shard that owns {key} panic. The ask fails with
-// the panic (ErrPanic), the service respawns the shard (empty: a crashed actor's
-// state is gone) and answers 503; the next requests are served as usual.
-func (s *service) panicShard(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := s.requestContext(r)
-	defer cancel()
-	i, sh := s.shardFor(r.PathValue("key"))
-	if _, err := actor.Ask(ctx, sh.crash, &crashReq{}); err != nil {
-		s.shardFailed(w, r, i, sh, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent) // not reached: the shard panics
+// panicShard makes the shard that owns {key} panic: the ask fails with the
+// panic (ErrPanic), answered 503, and the shard restarts, empty, for the
+// next requests.
+func (s *service) panicShard(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
+	_, err := ask(ctx, s.shards, shardOf(r.PathValue("key"), s.cfg.Shards), (*shard).onCrash, &crashReq{})
+	return err // never nil: the shard panics
 }
 
 // --- Errors ---
@@ -329,16 +289,32 @@ func (s *service) panicShard(w http.ResponseWriter, r *http.Request) {
 // before the answer: nobody reads it, but it shows in logs.
 const statusClientClosedRequest = 499
 
-// statusFor maps the errors of an ask to an HTTP status and the message the
+// statusFor maps the error of an ask to an HTTP status and the message the
 // client gets (the error itself, which may hold a panic value, is logged).
+// In the order of the tests, with the outcome each stands for:
+//
+//	errNoKey, errNoSession  Request.Fail: the behaviour's own answer   404
+//	actor.ErrPanic          failed: the behaviour panicked              503, retry
+//	                        (the shard restarted: a retry reaches it)
+//	DeadlineExceeded        timeout: no answer within the deadline      504
+//	context.Canceled        the client went away                        499
+//	actor.ErrMailboxFull    busy (no mailbox is bounded here)           503, retry
+//	actor.ErrTerminated     gone (ask retries it on the next            503, retry
+//	                        incarnation, so it is rarely seen here)
+//	actor.ErrStopped        the system stopped: shutting down           503
+//	anything else           a bug                                       500
 func statusFor(err error) (int, string) {
 	switch {
+	case errors.Is(err, errNoKey), errors.Is(err, errNoSession):
+		return http.StatusNotFound, err.Error()
+	case errors.Is(err, actor.ErrPanic):
+		return http.StatusServiceUnavailable, "crashed; retry"
 	case errors.Is(err, context.DeadlineExceeded):
-		return http.StatusGatewayTimeout, "timed out" // the actor did not answer in time
+		return http.StatusGatewayTimeout, "timed out"
 	case errors.Is(err, context.Canceled):
-		return statusClientClosedRequest, "canceled" // the client went away
-	case errors.Is(err, actor.ErrPanic), errors.Is(err, actor.ErrTerminated):
-		return http.StatusServiceUnavailable, "crashed; retry" // a retry reaches its successor
+		return statusClientClosedRequest, "canceled"
+	case errors.Is(err, actor.ErrMailboxFull), errors.Is(err, actor.ErrTerminated):
+		return http.StatusServiceUnavailable, "busy; retry"
 	case errors.Is(err, actor.ErrStopped):
 		return http.StatusServiceUnavailable, "shutting down"
 	default:
@@ -346,19 +322,8 @@ func statusFor(err error) (int, string) {
 	}
 }
 
-// shardFailed answers a request whose ask to shard i failed. ErrPanic
-// means the shard crashed on it (a panic in a behaviour terminates its
-// actor), ErrTerminated that it had crashed: it is respawned, so that the
-// next request finds a live shard.
-func (s *service) shardFailed(w http.ResponseWriter, r *http.Request, i int, sh *shard, err error) {
-	if errors.Is(err, actor.ErrPanic) || errors.Is(err, actor.ErrTerminated) {
-		s.respawn(i, sh)
-	}
-	s.failed(w, r, err)
-}
-
 // failed answers a request whose ask failed, with the status statusFor
-// gives.
+// gives, and counts and logs the failures of the service.
 func (s *service) failed(w http.ResponseWriter, r *http.Request, err error) {
 	code, msg := statusFor(err)
 	switch code {
@@ -369,27 +334,10 @@ func (s *service) failed(w http.ResponseWriter, r *http.Request, err error) {
 	case http.StatusServiceUnavailable:
 		w.Header().Set("Retry-After", "1")
 	}
-	s.log.Warn("request failed", "method", r.Method, "path", r.URL.Path, "status", code, "err", err)
+	if code >= 500 {
+		s.log.Warn("request failed", "method", r.Method, "path", r.URL.Path, "status", code, "err", err)
+	}
 	http.Error(w, msg, code)
-}
-
-// respawn replaces shard i with a new, empty incarnation if dead is still
-// the current one: of the requests that saw the crash, the first respawns
-// it and the others find it replaced.
-func (s *service) respawn(i int, dead *shard) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closing || s.shards[i].Load() != dead {
-		return
-	}
-	sh, err := spawnShard(s.sys)
-	if err != nil {
-		s.log.Error("respawning a shard", "shard", i, "err", err)
-		return
-	}
-	s.shards[i].Store(sh)
-	s.respawns.Add(1)
-	s.log.Warn("shard respawned", "shard", i)
 }
 
 // --- Shutdown ---
@@ -397,22 +345,20 @@ func (s *service) respawn(i int, dead *shard) {
 // close ends every session and shard, then stops the actor system. It runs
 // after the HTTP server has shut down, so no handler asks any more.
 func (s *service) close(ctx context.Context) error {
-	s.mu.Lock()
-	s.closing = true
-	s.mu.Unlock()
-	s.sessions.Range(func(_, v any) bool {
-		actor.Send(v.(*session), &endMsg{}, (*session).onEnd) // ErrTerminated: it expired meanwhile
+	s.live.Range(func(sess, _ any) bool {
+		actor.SendPill(sess.(*session), actor.FinishedMsg) // ErrTerminated: it passivated meanwhile
 		return true
 	})
-	for i := range s.shards {
-		if sh := s.shards[i].Load(); sh != nil { // nil: newService failed before spawning it
+	for i := range s.cfg.Shards {
+		// Get spawns a shard that had ended past its restart budget, for
+		// nothing: it is ended at once.
+		if sh, err := s.shards.Get(ctx, strconv.Itoa(i)); err == nil {
 			actor.SendPill(sh, actor.FinishedMsg)
 		}
 	}
 	// Stop waits until every actor has terminated. Its error repeats the
-	// panics (logged already) and counts messages never delivered (a
-	// timer that fired just as its actor ended); only actors still alive
-	// when ctx ends make the shutdown fail.
+	// panics that terminated an actor and counts messages never delivered;
+	// only actors still alive when ctx ends make the shutdown fail.
 	err := s.sys.Stop(ctx)
 	if errors.Is(err, actor.ErrActorsAlive) {
 		return err
@@ -431,20 +377,17 @@ func (s *service) close(ctx context.Context) error {
 // stopReport counts the panics Stop's error repeats and tells whether it
 // reports undelivered messages (its text then says how many).
 func stopReport(err error) (panics int, undelivered string) {
+	undelivered = "none"
 	if err == nil {
-		return 0, "none"
+		return 0, undelivered
 	}
 	errs := []error{err}
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		errs = j.Unwrap()
 	}
-	undelivered = "none"
 	for _, e := range errs {
-		var pe *actor.PanicError
 		switch {
-		case errors.As(e, &pe):
-			panics++
-		case errors.Is(e, actor.ErrPanic): // "n more panics not kept"
+		case errors.Is(e, actor.ErrPanic): // a *PanicError, or "n more panics not kept"
 			panics++
 		case errors.Is(e, actor.ErrUndelivered):
 			undelivered = e.Error()

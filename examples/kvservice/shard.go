@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/actord/actord/actor"
@@ -10,62 +12,47 @@ import (
 // shard is a store actor: it owns the keys that hash to it, in a plain map.
 // Its behaviours never run concurrently with each other, so the map needs
 // no lock; different shards run in parallel on the system's workers.
+//
+// Shards are entities named "0" to "n-1", spawned WithRestart: a panic in
+// a behaviour restarts the shard in place, and its Started hook, run again,
+// gives it an empty map (its keys are lost, as a crashed process's memory
+// is). Past the restart budget it terminates, and the next request to its
+// name spawns a new one.
 type shard struct {
 	actor.Actor
-	data map[string][]byte
-
-	// Ports to the shard's behaviours, bound once when it is spawned and only
-	// read afterwards. Handlers ask through them; the shard's timers send
-	// through slowDone.
-	get      actor.Port[*getReq]
-	put      actor.Port[*putReq]
-	del      actor.Port[*deleteReq]
-	ping     actor.Port[*pingReq]
-	slow     actor.Port[*slowReq]
-	crash    actor.Port[*crashReq]
-	slowDone actor.Port[*slowDone]
+	data     map[string][]byte
+	slowDone actor.Port[*slowDone] // where its timers send due slow requests
+	restarts *atomic.Int64         // the service's counter
 }
 
+// errNoKey answers a request for a key the shard does not hold.
+var errNoKey = errors.New("no such key")
+
 // Requests. Each embeds actor.Request[R], R being the type of its reply: the
-// behaviour receiving it answers with m.Reply, which accepts only an R, and
-// actor.Ask returns that R to the handler.
+// behaviour receiving it answers with m.Reply, which accepts only an R, or
+// with m.Fail(err), and actor.Ask returns that R, or err, to the handler.
 type (
-	// getReq asks for a key's value.
-	getReq struct {
-		actor.Request[getResult]
+	getReq struct { // a key's value; errNoKey
+		actor.Request[[]byte]
 		key string
 	}
-	getResult struct {
-		value []byte
-		found bool
-	}
-
-	// putReq stores a value; the reply says whether the key is new.
-	putReq struct {
+	putReq struct { // stores a value; the reply says whether the key is new
 		actor.Request[bool]
 		key   string
 		value []byte
 	}
-
-	// deleteReq removes a key; the reply says whether it was there.
-	deleteReq struct {
-		actor.Request[bool]
+	deleteReq struct { // removes a key; errNoKey
+		actor.Request[struct{}]
 		key string
 	}
-
-	// pingReq answers with the number of keys (health checks).
-	pingReq struct {
+	pingReq struct { // the number of keys (health checks)
 		actor.Request[int]
 	}
-
-	// slowReq is answered after d: a stand-in for a slow backend.
-	slowReq struct {
+	slowReq struct { // answered after d: a stand-in for a slow backend
 		actor.Request[string]
 		d time.Duration
 	}
-
-	// crashReq makes the shard panic: a stand-in for a bug in a behaviour.
-	crashReq struct {
+	crashReq struct { // makes the shard panic: a stand-in for a bug
 		actor.Request[struct{}]
 	}
 )
@@ -76,33 +63,22 @@ type slowDone struct {
 	req *slowReq
 }
 
-// spawnShard spawns an empty shard in sys and binds its ports.
-func spawnShard(sys *actor.System) (*shard, error) {
-	sh, err := actor.Spawn(sys, &shard{data: make(map[string][]byte)})
-	if err != nil {
-		return nil, err
+// Started runs on the shard's worker before its first message, and again
+// after each restart: the state it makes is the whole state.
+func (sh *shard) Started() {
+	if sh.data != nil {
+		sh.restarts.Add(1)
 	}
-	// Bind fails only if the shard has already terminated; nothing has been
-	// sent to it yet, so the errors are joined and checked once.
-	var errs [7]error
-	sh.get, errs[0] = actor.Bind(sh, (*shard).onGet)
-	sh.put, errs[1] = actor.Bind(sh, (*shard).onPut)
-	sh.del, errs[2] = actor.Bind(sh, (*shard).onDelete)
-	sh.ping, errs[3] = actor.Bind(sh, (*shard).onPing)
-	sh.slow, errs[4] = actor.Bind(sh, (*shard).onSlow)
-	sh.crash, errs[5] = actor.Bind(sh, (*shard).onCrash)
-	sh.slowDone, errs[6] = actor.Bind(sh, (*shard).onSlowDone)
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
-	}
-	return sh, nil
+	sh.data = make(map[string][]byte)
+	sh.slowDone, _ = actor.Bind(sh, (*shard).onSlowDone) // fails only for an ended actor
 }
 
 func (sh *shard) onGet(m *getReq) actor.Allocation {
-	v, ok := sh.data[m.key]
-	m.Reply(getResult{value: v, found: ok})
+	if v, ok := sh.data[m.key]; ok {
+		m.Reply(v)
+	} else {
+		m.Fail(errNoKey)
+	}
 	return actor.Nodelete // keep receiving
 }
 
@@ -114,9 +90,12 @@ func (sh *shard) onPut(m *putReq) actor.Allocation {
 }
 
 func (sh *shard) onDelete(m *deleteReq) actor.Allocation {
-	_, existed := sh.data[m.key]
-	delete(sh.data, m.key)
-	m.Reply(existed)
+	if _, ok := sh.data[m.key]; ok {
+		delete(sh.data, m.key)
+		m.Reply(struct{}{})
+	} else {
+		m.Fail(errNoKey)
+	}
 	return actor.Nodelete
 }
 
@@ -130,10 +109,9 @@ func (sh *shard) onPing(m *pingReq) actor.Allocation {
 // when it is due; meanwhile the shard serves its other keys. If the asker
 // gives up first (its context ends), the late reply is counted and dropped.
 func (sh *shard) onSlow(m *slowReq) actor.Allocation {
-	if _, err := actor.SendAfter(sh.slowDone, m.d, &slowDone{req: m}); err != nil {
-		// Only while the system stops: the asker's deadline ends its wait.
-		return actor.Nodelete
-	}
+	// SendAfter fails only while the system stops; the asker's deadline
+	// ends its wait then.
+	_, _ = actor.SendAfter(sh.slowDone, m.d, &slowDone{req: m})
 	return actor.Nodelete
 }
 
@@ -142,10 +120,10 @@ func (sh *shard) onSlowDone(m *slowDone) actor.Allocation {
 	return actor.Nodelete
 }
 
-// onCrash panics. The executor recovers the panic, terminates this shard
-// (its map goes with it), reports the panic to the system's error handler,
-// and fails the pending asks with ErrTerminated; the worker and every other
-// actor go on. The service respawns the shard (see service.failed).
-func (sh *shard) onCrash(m *crashReq) actor.Allocation {
+// onCrash panics. The executor recovers the panic, reports it to the
+// system's error handler, fails this request with the *actor.PanicError
+// and restarts the shard (WithRestart); the worker, the requests queued
+// for the shard and every other actor go on.
+func (sh *shard) onCrash(*crashReq) actor.Allocation {
 	panic("kvservice: shard asked to crash")
 }

@@ -100,6 +100,7 @@ func (e *Executor) spawn(c *Cell, obj any, o *SpawnOptions) error {
 		c.ext.Store(x)
 	}
 	c.publishAlive(next, x == nil) // publishes the fields above to senders and workers
+	e.noteSpawn(w, c, obj, next)
 	if x != nil {
 		e.extended(c, x)
 	}

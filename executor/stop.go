@@ -139,8 +139,8 @@ func (e *Executor) runStop(ctx context.Context) error {
 		}
 		e.forced.Store(true) // before shutdown: workers read it after seeing shutdown
 		n := e.life.Or(lifeStopped) &^ lifeStopped
-		errs = append(errs, fmt.Errorf("%w: %d actors still alive when the context ended: %w",
-			ErrActorsAlive, n, context.Cause(ctx)))
+		errs = append(errs, fmt.Errorf("%w: %s: %w",
+			ErrActorsAlive, e.aliveError(n), context.Cause(ctx)))
 		break
 	}
 	e.shutdown.Store(true) // before wakeAll: see Executor.shutdown
@@ -215,6 +215,9 @@ func (e *Executor) runStop(ctx context.Context) error {
 		m.close() // no actor is placed on a spare: nothing is queued there
 	}
 	dropped := e.undeliver.Load()
+	// Shutdown's stop pills that found their actor ended are dead letters
+	// of Stats, not of this error (see stopPill).
+	dead -= min(dead, uint64(e.stopPillsDead.Load()))
 	e.errMu.Lock()
 	errs = append(errs, e.panics...)
 	if extra := e.panicsN - len(e.panics); extra > 0 {

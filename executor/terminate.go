@@ -198,7 +198,7 @@ func (w *worker) terminateStopped(c *Cell, x *cellExt) {
 
 // why is the reason the Stopped hook and the watchers get.
 func (t *extTerm) why() Reason {
-	if t.stopped {
+	if t.stopped || t.st == stopStatus { // a forced Stop's end, or Shutdown's stop pill
 		return ReasonStopped
 	}
 	return reasonOf(t.reason)
@@ -256,7 +256,7 @@ func (t *extTerm) run(w *worker) {
 			var err error
 			if t.reason != reasonNormal && x.lastPanic != nil {
 				err = x.lastPanic
-			} else if t.stopped {
+			} else if t.why() == ReasonStopped {
 				err = ErrStopped
 			}
 			w.e.unextended(c, x) // before the notices: a watcher told finds nothing left

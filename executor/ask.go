@@ -139,6 +139,7 @@ type askTarget[R any] struct {
 	fn   func(R, error)    // AskFunc: the completion function
 	tm   Timer             // AskAsync: its timeout, if any
 	rep  Reply[R]          // AskAsync: the reply message (one allocation with the target)
+	h    reqHold           // the incarnation the request was sent to (see held.go)
 }
 
 type askResult[R any] struct {

@@ -319,6 +319,7 @@ func (w *worker) recovered(r any, goexit bool) {
 		switch c.endPlainPanicked(s) {
 		case endPlainTaken:
 			w.st.ActorsTerminated++
+			w.e.endHeld(c, incOf(s), false, errHeldEnded) // the requests it kept
 			w.e.actorGone()
 		case endWatched:
 			// Extended, or a Watch extended it after our load (the CAS

@@ -206,6 +206,9 @@ type Executor struct {
 	// counted, read by runStop after the workers have exited, which leaves
 	// them out of its ErrUndelivered error (they stay in Stats).
 	stopPillsDead atomic.Int64
+	// held is the registry of requests sent to this executor's actors
+	// and not yet answered (see held.go).
+	held heldReg
 
 	gaveUp atomic.Bool // see closed
 

@@ -44,6 +44,7 @@ func (w *worker) terminate(c *Cell, alive uint32, st Allocation) {
 		return
 	}
 	w.st.ActorsTerminated++
+	w.e.endHeld(c, inc, false, errHeldEnded) // the requests it kept (see held.go)
 	if destroyer == nil && releaser == nil { // no hook: nothing can panic here
 		w.e.actorGone()
 		return
@@ -252,6 +253,9 @@ func (t *extTerm) run(w *worker) {
 					dropped(env.msg, ErrTerminated)
 				}
 			}
+			// The requests it kept, after its Stopped hook, which may
+			// still answer them (see held.go).
+			w.e.endHeld(c, t.inc, false, errHeldEnded)
 			c.finishExtEnd(t.inc, t.reason)
 			var err error
 			if t.reason != reasonNormal && x.lastPanic != nil {

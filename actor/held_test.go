@@ -63,7 +63,11 @@ func (k *hdKeeper) Ping(m *hdPing) actor.Allocation { m.Reply("pong"); return ac
 // hdEnding is an hdKeeper with a Stopped hook that answers what it keeps.
 type hdEnding struct{ hdKeeper }
 
-func (k *hdEnding) Get(m *hdGet) actor.Allocation { k.held = m; k.have <- struct{}{}; return actor.Nodelete }
+func (k *hdEnding) Get(m *hdGet) actor.Allocation {
+	k.held = m
+	k.have <- struct{}{}
+	return actor.Nodelete
+}
 func (k *hdEnding) Stopped(actor.Reason) {
 	if k.held != nil {
 		k.held.Reply(42)

@@ -15,15 +15,15 @@ import (
 //
 // Every request sent through a port with a reply target (Ask, AskAsync,
 // AskFunc, and each forwarding through a port) is recorded, before the
-// send, under the incarnation it is sent to: its target's reqHold names that
+// send, under the incarnation it is sent to: its target's hold names that
 // cell and incarnation, and the executor's registry of holds lists it
 // under the cell. Nothing else records it: a plain Send, and a request
 // without a target, cost nothing; a reply costs nothing either (a
-// completed reqHold is dropped from its list later, when the list fills up,
+// completed hold is dropped from its list later, when the list fills up,
 // or when the incarnation ends).
 //
 // When the incarnation ends (terminate, terminateExt, a plain actor's
-// panic), its worker fails every reqHold of it not yet completed, after the
+// panic), its worker fails every hold of it not yet completed, after the
 // Stopped hook (which may still answer) and before the actor's watchers
 // are told, with errHeldEnded (ErrTerminated). A restart fails the holds
 // of the requests its actor received before it (reqHold.delivered, set as an
@@ -47,14 +47,16 @@ var (
 // reqHold is a request target's record of the incarnation the request was
 // sent to.
 type reqHold struct {
-	// e, c and inc: where the request was sent last. Written by holdAt,
-	// before the send (a forwarding rewrites them, ordered after the
-	// earlier send by the delivery it forwards), under the lock of the
-	// shard of (e, c) that lists the reqHold from then on; read by failHeld
-	// under that lock, and by the next holdAt.
-	e   *Executor
-	c   *Cell
-	inc uint32
+	// e, c and inc: where the request was sent last, c nil while no
+	// list holds it. Written under the lock of the shard of (e, c) that
+	// lists the hold (holdAt adding it; holdAt, endHeld and endAllHeld
+	// taking it out, which clear c). Atomic because holdAt loads them
+	// before it knows which lock to take, then checks c again under it:
+	// a Stop's endAllHeld may take the hold out meanwhile (a send that
+	// fails at a stop puts its request back).
+	e   atomic.Pointer[Executor]
+	c   atomic.Pointer[Cell]
+	inc atomic.Uint32
 	// delivered is set (true) by the worker that begins delivering the
 	// request to an extended actor, and read by that actor's restart, on
 	// the same worker or one ordered after it by the mailbox; cleared by
@@ -71,8 +73,8 @@ type heldTarget interface {
 	failHeld(err error)
 }
 
-func (t *askTarget[R]) link() *reqHold  { return &t.h }
-func (t *askTarget[R]) isDone() bool { return t.done.Load() }
+func (t *askTarget[R]) link() *reqHold { return &t.h }
+func (t *askTarget[R]) isDone() bool   { return t.done.Load() }
 func (t *askTarget[R]) failHeld(err error) {
 	var zero R
 	t.complete(zero, err, false)
@@ -118,7 +120,8 @@ type heldReg struct {
 }
 
 type heldShard struct {
-	// mu guards by, and the e, c, inc of the holds it lists.
+	// mu guards by, and the changes of the e, c, inc of the holds it
+	// lists (see reqHold).
 	mu sync.Mutex
 	by map[*Cell][]heldTarget
 	_  cpu.CacheLinePad
@@ -136,25 +139,28 @@ func (r *heldReg) shard(c *Cell) *heldShard {
 // request a dead letter, which fails it.
 func holdAt(t heldTarget, c *Cell, inc uint32) (pc *Cell, pinc uint32) {
 	h := t.link()
-	pc, pinc = h.c, h.inc
+	pc, pinc = h.c.Load(), h.inc.Load()
 	if pc != nil {
-		s := h.e.held.shard(pc)
+		pe := h.e.Load()
+		s := pe.held.shard(pc)
 		s.mu.Lock()
-		l := s.by[pc]
-		for i := len(l) - 1; i >= 0; i-- {
-			if l[i] == t {
-				l = append(l[:i], l[i+1:]...)
-				clear(l[len(l):cap(l)][:1])
-				break
+		if h.c.Load() == pc { // else taken out meanwhile
+			l := s.by[pc]
+			for i := len(l) - 1; i >= 0; i-- {
+				if l[i] == t {
+					l = append(l[:i], l[i+1:]...)
+					clear(l[len(l):cap(l)][:1])
+					break
+				}
 			}
+			if len(l) == 0 {
+				delete(s.by, pc)
+				pe.held.cells.Add(-1)
+			} else {
+				s.by[pc] = l
+			}
+			h.c.Store(nil)
 		}
-		if len(l) == 0 {
-			delete(s.by, pc)
-			h.e.held.cells.Add(-1)
-		} else {
-			s.by[pc] = l
-		}
-		h.c = nil
 		s.mu.Unlock()
 	}
 	h.delivered.Store(false)
@@ -167,7 +173,9 @@ func holdAt(t heldTarget, c *Cell, inc uint32) (pc *Cell, pinc uint32) {
 	}
 	s := e.held.shard(c)
 	s.mu.Lock()
-	h.e, h.c, h.inc = e, c, inc
+	h.e.Store(e)
+	h.inc.Store(inc)
+	h.c.Store(c)
 	if s.by == nil {
 		s.by = make(map[*Cell][]heldTarget)
 	}
@@ -213,8 +221,8 @@ func (e *Executor) endHeld(c *Cell, inc uint32, delivered bool, err error) {
 			switch {
 			case t.isDone():
 				// completed: dropped
-			case h.inc == inc && (!delivered || h.delivered.Load()):
-				h.c = nil
+			case h.inc.Load() == inc && (!delivered || h.delivered.Load()):
+				h.c.Store(nil)
 				fail = append(fail, t)
 			default:
 				l[n] = t
@@ -235,7 +243,7 @@ func (e *Executor) endHeld(c *Cell, inc uint32, delivered bool, err error) {
 	}
 }
 
-// endAllHeld fails every reqHold left in the registry (a Stop: their
+// endAllHeld fails every hold left in the registry (a Stop: their
 // incarnations ended with the executor) with err.
 func (e *Executor) endAllHeld(err error) {
 	var fail []heldTarget
@@ -245,7 +253,7 @@ func (e *Executor) endAllHeld(err error) {
 		for c, l := range s.by {
 			for _, t := range l {
 				if !t.isDone() {
-					t.link().c = nil
+					t.link().c.Store(nil)
 					fail = append(fail, t)
 				}
 			}

@@ -18,9 +18,12 @@ import (
 // spawning worker's own shard, or, for a goroutine outside the system, a
 // shard picked by the cell's address. A termination writes nothing: an
 // entry whose incarnation has ended is dropped when its shard next
-// compacts (at an append that finds the shard full, so each entry is
-// looked at a bounded number of times) or ignored by readers, which check
-// each entry's state word. A spawn costs one uncontended lock and an
+// compacts (at an append that finds the shard at its limit, twice the
+// entries alive at the last compaction and at least liveCompactMin, so
+// each entry is looked at a bounded number of times, and a shard keeps
+// at most as many ended actors reachable as it has alive, or
+// liveCompactMin) or ignored by readers, which check each entry's state
+// word. A spawn costs one uncontended lock and an
 // append; nothing else on the hot path reads the log.
 
 // liveRec is one spawn: the incarnation inc (incarnation bits) of cell c,
@@ -54,7 +57,7 @@ type liveShard struct {
 }
 
 // liveCompactMin is the smallest size at which a shard compacts.
-const liveCompactMin = 256
+const liveCompactMin = 32
 
 func (s *liveShard) add(r liveRec) {
 	s.mu.Lock()

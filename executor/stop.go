@@ -53,7 +53,8 @@ const forcedStopGrace = time.Second
 // starts, tells their watchers ReasonStopped as each hook returns, and
 // returns an error
 // wrapping ErrActorsAlive and ctx's
-// cause that says how many actors were still alive; those actors count as
+// cause that says how many actors were still alive, naming their types
+// with counts ("2 *main.Account, 1 *main.Ingest still alive"); those actors count as
 // terminated from then on (Cell.Alive reports false once every worker has
 // left its behaviour) and may be spawned into another executor. An
 // extended actor whose code (a behaviour or hook) a worker Stop gave up on

@@ -44,9 +44,9 @@ func (w *worker) terminate(c *Cell, alive uint32, st Allocation) {
 		return
 	}
 	w.st.ActorsTerminated++
-	w.e.endHeld(c, inc, false, errHeldEnded) // the requests it kept (see held.go)
 	if destroyer == nil && releaser == nil { // no hook: nothing can panic here
 		w.e.actorGone()
+		w.e.endHeld(c, inc, false, errHeldEnded) // the requests it kept (see held.go)
 		return
 	}
 	w.beginPlainEnd(c, obj, inc, destroyer != nil) // for recovered, if a hook panics
@@ -60,6 +60,9 @@ func (w *worker) terminate(c *Cell, alive uint32, st Allocation) {
 	}
 	w.leavePlainEnd()
 	w.e.actorGone()
+	// The requests it kept (see held.go), after the end, as the request
+	// its behaviour ended on (recovered does it when a hook panics).
+	w.e.endHeld(c, inc, false, errHeldEnded)
 }
 
 // safeCall calls f and recovers a panic out of it.

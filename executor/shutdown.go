@@ -20,8 +20,8 @@ import (
 // supervisor (WithEscalate) first, then their supervisors, and so on, each
 // wave waited for before the next, so that a supervisor is still there to
 // decide the failures of the actors it supervises while they stop. Within
-// a wave the pills are sent newest spawn first, and the actors end
-// concurrently, in no set order. Then the executor stops as Stop does.
+// a wave the actors end concurrently, in no set order. Then the executor
+// stops as Stop does.
 
 // stopStatus is the status of the stop pill: the actor terminates as with
 // Finished (no Destroy, no Release), with ReasonStopped for its Stopped

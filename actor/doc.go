@@ -61,6 +61,16 @@
 //	actor.SendPill(c, actor.FinishedMsg)
 //	err = sys.Stop(ctx)
 //
+// Stop waits for the actors to end by themselves: one that never does
+// keeps it waiting until its context ends. A service that exits calls
+// Shutdown instead: it asks every live actor to stop, with a pill queued
+// after the messages already queued for it (which it still receives),
+// supervised actors (WithEscalate) before their supervisors, each actor's
+// Stopped hook run and its watchers told ReasonStopped; messages sent to
+// it after that pill are dead letters. Then it stops the system as Stop
+// does. Both are bounded by their context; when it ends with actors
+// alive, the error (ErrActorsAlive) names them by type, with counts.
+//
 // Idle workers spin briefly, then sleep until a sender wakes them: an idle
 // system uses no CPU. Behaviours always run on a thread locked to their
 // worker; a worker that is not pinned (WithCPUPinning) lets its thread go
@@ -86,9 +96,16 @@
 // with the *PanicError (ErrPanic); one that its actor terminates on without
 // replying, or that is never delivered, with ErrTerminated, ErrStopped or
 // ErrMailboxFull (Ask lists what each means to a service: busy, gone,
-// timeout, failed);
-// a behaviour may also keep a request and reply from a later behaviour, and
-// then only that reply, or the asker's deadline, ends it.
+// timeout, failed).
+// A behaviour may also keep a request and reply from a later behaviour (or
+// from a goroutine). If its actor ends first (a status, a pill, a panic,
+// Shutdown, an entity's passivation), the request is failed at once with
+// an error wrapping ErrTerminated, after the actor's Stopped hook (which
+// may still answer it); if the actor restarts (WithRestart, a supervisor's
+// Restart), the requests it had received and not answered are failed so,
+// and the restarted actor receives those still queued; if the system
+// stops, ErrStopped. An answer after that returns ErrReplied and is
+// dropped: a request is answered once.
 //
 // Register gives a port a name in its system, and Lookup finds it again,
 // typed: a lookup with the wrong message type is an error, and a name is
@@ -243,8 +260,8 @@
 // the behaviour nor the executor touches it. So a message can travel a
 // pipeline of actors with no copy and no lock. A request is the one message
 // the executor completes by itself: when the behaviour receiving it ends
-// its actor or panics without answering it, the requester gets
-// ErrTerminated. A request forwarded through a Port (Send, SendContext) is
+// its actor or panics without answering it, or the actor that kept it ends,
+// the requester gets ErrTerminated (see Ports and requests). A request forwarded through a Port (Send, SendContext) is
 // the next receiver's to answer, whatever the forwarding behaviour does
 // next; one forwarded with the function Send is not seen as forwarded, and
 // is failed so if its forwarding behaviour then ends its actor or panics:
@@ -277,8 +294,9 @@
 // all other actors go on, and the panic value with its stack is passed to
 // the WithErrorHandler function and reported by Stop (a *PanicError,
 // errors.Is(err, ErrPanic)). Start rejects invalid configurations (ErrConfig),
-// such as fewer queues than workers. Stop with a context that ends reports
-// how many actors were still alive (ErrActorsAlive); those actors count as
+// such as fewer queues than workers. Stop or Shutdown with a context that
+// ends reports how many actors were still alive, and of which types
+// (ErrActorsAlive); those actors count as
 // terminated afterwards and may be spawned into another system. Several
 // goroutines may call Stop: they all wait for the same stop and get its
 // result. Programmer errors such as a nil actor or message, an actor type

@@ -57,8 +57,9 @@ func Bind[TA, TM any, A Ref[TA], M Msg[TM]](a A, behaviour func(A, M) Allocation
 // in R. Ask waits for the answer, AskAsync has it delivered as a *Reply[R]
 // message (value or Err), AskFunc passes it to its function. Both methods
 // return ErrNoRequester for a request sent with a plain Send, and
-// ErrReplied when the request was answered already or its requester gave
-// up (the answer is then dropped and counted in Stats.LateReplies). They
+// ErrReplied when the request was answered already, its requester gave
+// up, or it was failed when the actor that kept it ended or restarted (the
+// answer is then dropped and counted in Stats.LateReplies). They
 // never block.
 type Request[R any] = executor.Request[R]
 
@@ -101,18 +102,22 @@ type Reply[R any] = executor.Reply[R]
 //   - ErrTerminated, gone (404, or 503 while an entity is spawned again):
 //     the port's actor had terminated, or terminated before the request
 //     was delivered, or in the behaviour that received it without
-//     answering or forwarding it through a port (see "Message lifetime").
-//     A behaviour that always answers before it ends its actor
+//     answering or forwarding it through a port (see "Message lifetime"),
+//     or the actor kept the request and ended, or restarted, before
+//     answering it (the error says which).
+//     An actor that answers every request before it ends or fails
 //     has never received a request that fails with ErrTerminated: asking
 //     again (through Entities.Get for an entity) is then safe.
 //   - ErrStopped, unavailable (503): the system has stopped, or stopped
-//     before the request was delivered.
+//     before the request was delivered or answered.
 //   - ErrNotSpawned, ErrAskInBehaviour: a programming error (500).
 //
 // A behaviour may keep a request and reply from a later behaviour; such a
-// request is ended only by its answer or by ctx (if the actor terminates,
-// or the system stops, without answering it, nothing else ends the wait):
-// ask with a deadline.
+// request is ended by its answer, by ctx, or by the end of the actor that
+// keeps it (ErrTerminated, after its Stopped hook, which may still answer)
+// or of its system (ErrStopped), whichever comes first; a restart of that
+// actor ends the requests it had received (ErrTerminated). An answer after
+// that returns ErrReplied.
 func Ask[TR, R any, Req RequestPtr[TR, R]](ctx context.Context, to Port[Req], req Req) (R, error) {
 	if req == nil {
 		panic("actor: Ask with a nil request")

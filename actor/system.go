@@ -148,9 +148,11 @@ func Start(opts ...Option) (*System, error) {
 	return &System{e: e}, nil
 }
 
-// Stop blocks until every actor has terminated, then stops the workers. If
-// ctx ends first, it stops the system anyway and returns an error wrapping
-// ErrActorsAlive (and ctx's error) that says how many actors were alive.
+// Stop blocks until every actor has terminated by itself, then stops the
+// workers (Shutdown asks the actors to stop first). If ctx ends first, it
+// stops the system anyway and returns an error wrapping ErrActorsAlive
+// (and ctx's error) that says how many actors were alive and names them by
+// type, with counts ("2 *main.Account, 1 *main.Ingest still alive").
 //
 // Its error also joins every panic that terminated an actor, or came out of
 // a hook (errors.Is(err, ErrPanic); errors.As gives the *executor.PanicError
@@ -180,6 +182,41 @@ func (s *System) Stop(ctx context.Context) error {
 		return ErrNotStarted
 	}
 	return s.e.Stop(ctx)
+}
+
+// Shutdown stops every live actor, then stops the system as Stop does: it
+// is the stop a service calls when it exits. Where Stop waits for the
+// actors to end by themselves, Shutdown asks each live actor to stop, with
+// a poison pill queued after the messages already queued for it (so it
+// receives those first; a pill is never refused by a bounded mailbox). The
+// actor then terminates on its worker, as after any pill: its Stopped hook
+// runs with ReasonStopped, its watchers get ReasonStopped (Err ErrStopped),
+// its registered names are released; its Destroy and Release hooks do not
+// run. Messages sent to it after the pill are dead letters, reported by
+// the error as ErrUndelivered, as by Stop.
+//
+// The order: the actors that no live actor names as its supervisor
+// (WithEscalate) stop first, then their supervisors, and so on, each wave
+// waited for before the next, so that a supervisor is still there to
+// decide the failures of the actors it supervises while they stop. Within
+// a wave the actors stop concurrently, in no set order. Actors spawned
+// meanwhile (by a Stopped hook, or an Entities.Get) are stopped in turn.
+//
+// ctx bounds all of it. When every actor has ended, the system stops
+// (Stop(ctx)); if ctx ends first, the system is stopped as by a Stop whose
+// context ended, and the error wraps ErrActorsAlive and names the actors
+// still alive by type, with counts ("2 *main.Account, 1 *main.Ingest
+// still alive"). A clean shutdown returns nil; the error is otherwise
+// Stop's (panics that terminated actors, ErrUndelivered); a panic that
+// supervision handled is not an error. A stop pill that finds its actor
+// ended by itself meanwhile is a dead letter in Stats, not in the error.
+// Errors: ErrNotStarted for a nil or zero System; ErrStopInBehaviour
+// where Stop returns it; after a Stop has begun, Shutdown is Stop.
+func (s *System) Shutdown(ctx context.Context) error {
+	if s == nil || s.e == nil {
+		return ErrNotStarted
+	}
+	return s.e.Shutdown(ctx)
 }
 
 // Stats returns a snapshot of the system's statistics (see Stats).

@@ -126,7 +126,7 @@ func ExampleRun() {
 	fmt.Println("passed:", passed)
 	// Output:
 	// FAIL: actortest: Probe[*actortest_test.Total]: no message within 10ms (0 received before, all expected already)
-	// FAIL: actortest: stop: executor: actors still alive: 1 actors still alive when the context ended: context deadline exceeded (after a grace of 10ms; terminate every actor the test spawned, or see Policy.AllowAlive)
+	// FAIL: actortest: stop: executor: actors still alive: 1 actors still alive when the context ended (1 *actortest_test.Counter still alive): context deadline exceeded (after a grace of 10ms; terminate every actor the test spawned, or see Policy.AllowAlive)
 	// passed: false
 }
 

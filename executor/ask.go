@@ -61,8 +61,9 @@ type RequestPtr[T, R any] interface {
 // Reply answers the request with v. The requester receives it (Ask returns
 // it; AskAsync delivers it as a *Reply[R] message). Errors: ErrNoRequester
 // (the request was sent with a plain Send), ErrReplied (it was answered
-// already, or the requester gave up: the reply is counted as late and
-// dropped). It never blocks.
+// already, the requester gave up, or the executor failed it when the actor
+// that kept it ended: the reply is counted as late and dropped). It never
+// blocks.
 func (a *Asked[R]) Reply(v R) error {
 	t := a.t
 	if t == nil {
@@ -139,6 +140,7 @@ type askTarget[R any] struct {
 	fn   func(R, error)    // AskFunc: the completion function
 	tm   Timer             // AskAsync: its timeout, if any
 	rep  Reply[R]          // AskAsync: the reply message (one allocation with the target)
+	h    reqHold           // the incarnation the request was sent to (see held.go)
 }
 
 type askResult[R any] struct {
@@ -223,9 +225,10 @@ const askSpins = 2000
 // (ErrPanic) if that behaviour panics; the error given to Fail;
 // ErrStopped if its system stops before the request is delivered; ctx.Err()
 // if ctx ends first (a reply after that is counted as late and dropped). A
-// request that a behaviour keeps, to reply later, is ended only by its
-// reply or ctx: the executor does not track it past that behaviour. No
-// goroutine is created per request.
+// request that a behaviour keeps, to reply later, is ended by its reply,
+// by ctx, or by the end of the actor that keeps it (ErrTerminated, after
+// its Stopped hook), a restart of that actor (ErrTerminated), or a Stop
+// (ErrStopped): see held.go. No goroutine is created per request.
 func Ask[TR, R any, Req RequestPtr[TR, R]](ctx context.Context, to Port[Req], req Req) (R, error) {
 	var zero R
 	if req == nil {
@@ -339,11 +342,9 @@ func askLater[TR, R any, Req RequestPtr[TR, R]](to Port[Req], req Req, t *askTar
 // among Stop's errors, passed to Config.OnError); it does not affect the
 // goroutine that called f.
 //
-// A request that a behaviour keeps, to reply later, is ended only by its
-// reply or by the timeout: the executor does not track it past that
-// behaviour. With timeout 0, if the actor then terminates, or the system
-// stops, without replying, f is never called (and Stats.AsksPending keeps
-// counting it). Give AskFunc a timeout when the receiver may keep requests.
+// A request that a behaviour keeps, to reply later, is ended by its reply,
+// by the timeout, or by the end or restart of the actor that keeps it
+// (ErrTerminated) or a Stop (ErrStopped), as for Ask: f is called then.
 //
 // Errors: the send's errors; then f is not called.
 func AskFunc[TR, R any, Req RequestPtr[TR, R]](to Port[Req], req Req, timeout time.Duration, f func(R, error)) error {

@@ -7,6 +7,10 @@ import "reflect"
 // yet, so that Stop can name one in its ErrUndelivered error. Called off
 // the delivery path, by the worker that counts the dead letter.
 func (e *Executor) noteDead(msg any) {
+	if msg == any(stopPill) {
+		e.stopPillsDead.Add(1) // Shutdown's, not the program's: see stopPill
+		return
+	}
 	if msg == nil || e.deadType.Load() != nil {
 		return
 	}

@@ -101,6 +101,9 @@ func (w *worker) deliverExt(env *envelope) {
 // the statuses (see drainBatch, whose inline loop does the same for plain
 // actors).
 func (w *worker) deliverOne(env *envelope) {
+	if w.mayBeRequest(env.msg) {
+		deliveredHeld(env.msg) // for a restart: see held.go
+	}
 	status := env.call()
 	if status != Nodelete {
 		w.terminate(env.cell, env.want, status)

@@ -198,6 +198,17 @@ type Executor struct {
 	// the two but the workers' exit; a dead letter a stuck worker counts
 	// later is not named.
 	deadType atomic.Value
+	// liveLog is the log of spawns (see live.go), one shard per worker
+	// and as many for spawns from outside the workers.
+	liveLog []liveShard
+	// stopPillsDead counts the stop pills (see shutdown.go) counted as
+	// dead letters: added to by noteDead wherever a dead letter is
+	// counted, read by runStop after the workers have exited, which leaves
+	// them out of its ErrUndelivered error (they stay in Stats).
+	stopPillsDead atomic.Int64
+	// held is the registry of requests sent to this executor's actors
+	// and not yet answered (see held.go).
+	held heldReg
 
 	gaveUp atomic.Bool // see closed
 
@@ -236,6 +247,7 @@ func Start(cfg Config) (*Executor, error) {
 		e.sel = cfg.Steal.NewSelector(cfg.Workers)
 	}
 	e.initIdentities()
+	e.initLive()
 	for i := range e.mailboxes {
 		e.mailboxes[i] = &mailbox{exec: e, index: i, buf: copyq.New[envelope](cfg.QueueCapacity)}
 	}

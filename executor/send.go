@@ -101,6 +101,7 @@ func (e *Executor) spawn(c *Cell, obj any, o *SpawnOptions) error {
 		c.ext.Store(x)
 	}
 	c.publishAlive(next, x == nil) // publishes the fields above to senders and workers
+	e.noteSpawn(w, c, obj, next)
 	if x != nil {
 		e.extended(c, x)
 	}
@@ -211,6 +212,14 @@ func sendSlow(c *Cell, coff, st, want uint32, fn unsafe.Pointer, msg any, ctx co
 	if want&portRequest != 0 {
 		// A request through its port (see portRequest).
 		want &^= portRequest
+		// Record the request under the incarnation it goes to, before the
+		// send (see held.go); put it back if the send fails.
+		t := heldOf(msg)
+		var pc *Cell
+		var pinc uint32
+		if t != nil {
+			pc, pinc = holdAt(t, c, incOf(want))
+		}
 		var err error
 		if st == want {
 			err = send(c, uintptr(coff), math.MaxUint32, want, fn, msg)
@@ -219,6 +228,8 @@ func sendSlow(c *Cell, coff, st, want uint32, fn unsafe.Pointer, msg any, ctx co
 		}
 		if err == nil {
 			handedOver(msg)
+		} else if t != nil {
+			holdAt(t, pc, pinc)
 		}
 		return err
 	}

@@ -53,7 +53,8 @@ const forcedStopGrace = time.Second
 // starts, tells their watchers ReasonStopped as each hook returns, and
 // returns an error
 // wrapping ErrActorsAlive and ctx's
-// cause that says how many actors were still alive; those actors count as
+// cause that says how many actors were still alive, naming their types
+// with counts ("2 *main.Account, 1 *main.Ingest still alive"); those actors count as
 // terminated from then on (Cell.Alive reports false once every worker has
 // left its behaviour) and may be spawned into another executor. An
 // extended actor whose code (a behaviour or hook) a worker Stop gave up on
@@ -139,8 +140,8 @@ func (e *Executor) runStop(ctx context.Context) error {
 		}
 		e.forced.Store(true) // before shutdown: workers read it after seeing shutdown
 		n := e.life.Or(lifeStopped) &^ lifeStopped
-		errs = append(errs, fmt.Errorf("%w: %d actors still alive when the context ended: %w",
-			ErrActorsAlive, n, context.Cause(ctx)))
+		errs = append(errs, fmt.Errorf("%w: %s: %w",
+			ErrActorsAlive, e.aliveError(n), context.Cause(ctx)))
 		break
 	}
 	e.shutdown.Store(true) // before wakeAll: see Executor.shutdown
@@ -215,6 +216,10 @@ func (e *Executor) runStop(ctx context.Context) error {
 		m.close() // no actor is placed on a spare: nothing is queued there
 	}
 	dropped := e.undeliver.Load()
+	e.endAllHeld(ErrStopped) // requests kept by actors that the stop ended (see held.go)
+	// Shutdown's stop pills that found their actor ended are dead letters
+	// of Stats, not of this error (see stopPill).
+	dead -= min(dead, uint64(e.stopPillsDead.Load()))
 	e.errMu.Lock()
 	errs = append(errs, e.panics...)
 	if extra := e.panicsN - len(e.panics); extra > 0 {

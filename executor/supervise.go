@@ -530,6 +530,9 @@ func (b *backoffEnd) timedOut() { sendControl(b.c, b.want, &control{op: opResume
 // restart resets the actor for a restart and reports whether it lives on
 // (false: the reset panicked and the actor terminated).
 func (w *worker) restart(c *Cell, x *cellExt, want uint32) bool {
+	// The requests the failed state received and kept: the restarted
+	// state does not know them (see held.go).
+	w.e.endHeld(c, incOf(want), true, errHeldRestarted)
 	x.started = false
 	if x.reset == nil {
 		return true

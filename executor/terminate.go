@@ -46,6 +46,7 @@ func (w *worker) terminate(c *Cell, alive uint32, st Allocation) {
 	w.st.ActorsTerminated++
 	if destroyer == nil && releaser == nil { // no hook: nothing can panic here
 		w.e.actorGone()
+		w.e.endHeld(c, inc, false, errHeldEnded) // the requests it kept (see held.go)
 		return
 	}
 	w.beginPlainEnd(c, obj, inc, destroyer != nil) // for recovered, if a hook panics
@@ -59,6 +60,9 @@ func (w *worker) terminate(c *Cell, alive uint32, st Allocation) {
 	}
 	w.leavePlainEnd()
 	w.e.actorGone()
+	// The requests it kept (see held.go), after the end, as the request
+	// its behaviour ended on (recovered does it when a hook panics).
+	w.e.endHeld(c, inc, false, errHeldEnded)
 }
 
 // safeCall calls f and recovers a panic out of it.
@@ -201,7 +205,7 @@ func (w *worker) terminateStopped(c *Cell, x *cellExt) {
 
 // why is the reason the Stopped hook and the watchers get.
 func (t *extTerm) why() Reason {
-	if t.stopped {
+	if t.stopped || t.st == stopStatus { // a forced Stop's end, or Shutdown's stop pill
 		return ReasonStopped
 	}
 	if t.passivated {
@@ -258,11 +262,14 @@ func (t *extTerm) run(w *worker) {
 					dropped(env.msg, ErrTerminated)
 				}
 			}
+			// The requests it kept, after its Stopped hook, which may
+			// still answer them (see held.go).
+			w.e.endHeld(c, t.inc, false, errHeldEnded)
 			c.finishExtEnd(t.inc, t.reason)
 			var err error
 			if t.reason != reasonNormal && x.lastPanic != nil {
 				err = x.lastPanic
-			} else if t.stopped {
+			} else if t.why() == ReasonStopped {
 				err = ErrStopped
 			}
 			w.e.unextended(c, x) // before the notices: a watcher told finds nothing left

@@ -99,9 +99,12 @@
 // timeout, failed).
 // A behaviour may also keep a request and reply from a later behaviour (or
 // from a goroutine). If its actor ends first (a status, a pill, a panic,
-// Shutdown, an entity's passivation), the request is failed at once with
-// an error wrapping ErrTerminated, after the actor's Stopped hook (which
-// may still answer it); if the actor restarts (WithRestart, a supervisor's
+// Shutdown, an entity's passivation) and has a Started or Stopped hook, a
+// Spawn option or a watch (every entity has), the request is failed at once
+// with an error wrapping ErrTerminated, after the actor's Stopped hook
+// (which may still answer it); an actor with none of these is not
+// recorded, and what it kept waits for the asker's context or the
+// system's end. If the actor restarts (WithRestart, a supervisor's
 // Restart), the requests it had received and not answered are failed so,
 // and the restarted actor receives those still queued; if the system
 // stops, ErrStopped. An answer after that returns ErrReplied and is
@@ -260,12 +263,13 @@
 // the behaviour nor the executor touches it. So a message can travel a
 // pipeline of actors with no copy and no lock. A request is the one message
 // the executor completes by itself: when the behaviour receiving it ends
-// its actor or panics without answering it, or the actor that kept it ends,
-// the requester gets ErrTerminated (see Ports and requests). A request forwarded through a Port (Send, SendContext) is
-// the next receiver's to answer, whatever the forwarding behaviour does
-// next; one forwarded with the function Send is not seen as forwarded, and
-// is failed so if its forwarding behaviour then ends its actor or panics:
-// forward requests through a port.
+// its actor or panics without answering it, or the actor that kept it ends
+// (an actor with a hook, an option or a watch: see Ask), the requester
+// gets ErrTerminated (see Ports and requests). A request forwarded through
+// a Port (Send, SendContext) is the next receiver's to answer, whatever
+// the forwarding behaviour does next; one forwarded with the function Send
+// is not seen as forwarded, and is failed so if its forwarding behaviour
+// then ends its actor or panics: forward requests through a port.
 //
 // SetAllocation, called by the behaviour receiving the message (and only
 // there: elsewhere it panics), says what the executor does with the message

@@ -28,7 +28,9 @@ type hdPing struct {
 	actor.Request[string]
 }
 
-// hdKeeper keeps the last request it received.
+// hdKeeper keeps the last request it received. Its Stopped hook, which
+// does nothing, is what has its kept requests failed at its end (see
+// hdPlainKeeper for an actor without one).
 type hdKeeper struct {
 	actor.Actor
 	held      *hdGet
@@ -57,6 +59,22 @@ func (k *hdKeeper) Answer(m *hdAnswer) actor.Allocation {
 }
 
 func (k *hdKeeper) Boom(*hdBoom) actor.Allocation { panic("boom") }
+
+func (k *hdKeeper) Stopped(actor.Reason) {}
+
+// hdPlainKeeper keeps the last request it received, and has no hook and
+// is spawned with no option.
+type hdPlainKeeper struct {
+	actor.Actor
+	held *hdGet
+	have chan struct{}
+}
+
+func (k *hdPlainKeeper) Get(m *hdGet) actor.Allocation {
+	k.held = m
+	k.have <- struct{}{}
+	return actor.Nodelete
+}
 
 func (k *hdKeeper) Ping(m *hdPing) actor.Allocation { m.Reply("pong"); return actor.Nodelete }
 
@@ -246,5 +264,73 @@ func shutdown(t *testing.T, sys *actor.System) {
 	defer cancel()
 	if err := sys.Shutdown(ctx); err != nil {
 		t.Errorf("Shutdown: %v", err)
+	}
+}
+
+// A request kept by an actor with no hook, no option and no watch is not
+// failed at that actor's end (its deliveries are not marked: see Ask); it
+// is failed by the system's Stop (ErrStopped), or ends with the asker's
+// context.
+func TestHeldRequestOfPlainActorFailsAtStop(t *testing.T) {
+	sys, _ := actor.Start(actor.WithWorkers(2))
+	k, _ := actor.Spawn(sys, &hdPlainKeeper{have: make(chan struct{}, 1)})
+	p, _ := actor.Bind(k, (*hdPlainKeeper).Get)
+	out, _ := askHeld(t, p, k.have)
+	actor.SendPill(k, actor.FinishedMsg)
+	select {
+	case err := <-out:
+		t.Fatalf("a plain actor's kept request ended with it: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	shutdown(t, sys)
+	if err := waitErr(t, out); !errors.Is(err, actor.ErrStopped) {
+		t.Fatalf("Ask: %v, want ErrStopped", err)
+	}
+}
+
+// A request still queued when its actor ends is failed when it is dropped
+// (a dead letter), not before: its asker, told ErrTerminated, may reuse it
+// at once (here in the next Ask, to a live actor), and no worker touches
+// it any more. Under -race; the next Ask must be answered.
+func TestQueuedRequestFailedOnlyWhenDropped(t *testing.T) {
+	sys, _ := actor.Start(actor.WithWorkers(2))
+	defer func() { // the requests queued behind the pills are dead letters
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := sys.Shutdown(ctx); err != nil && !errors.Is(err, actor.ErrUndelivered) {
+			t.Errorf("Shutdown: %v", err)
+		}
+	}()
+	live, _ := actor.Spawn(sys, &hdKeeper{have: make(chan struct{}, 1)})
+	lp, _ := actor.Bind(live, (*hdKeeper).Ping)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := range 200 {
+		k, _ := actor.Spawn(sys, &hdKeeper{have: make(chan struct{}, 8)})
+		p, _ := actor.Bind(k, (*hdKeeper).Ping)
+		reqs := make([]*hdPing, 4)
+		outs := make(chan error, len(reqs))
+		for j := range reqs {
+			reqs[j] = &hdPing{}
+			go func(r *hdPing) {
+				_, err := actor.Ask(ctx, p, r)
+				outs <- err
+			}(reqs[j])
+		}
+		if i%2 == 0 {
+			time.Sleep(time.Duration(i%7) * 5 * time.Microsecond)
+		}
+		actor.SendPill(k, actor.FinishedMsg)
+		for range reqs {
+			if err := <-outs; err != nil && !errors.Is(err, actor.ErrTerminated) {
+				t.Fatalf("Ask: %v", err)
+			}
+		}
+		// Every Ask has returned: the requests are their askers' again.
+		for _, r := range reqs {
+			if v, err := actor.Ask(ctx, lp, r); err != nil || v != "pong" {
+				t.Fatalf("a request reused after its Ask returned: %q, %v", v, err)
+			}
+		}
 	}
 }

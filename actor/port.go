@@ -113,11 +113,19 @@ type Reply[R any] = executor.Reply[R]
 //   - ErrNotSpawned, ErrAskInBehaviour: a programming error (500).
 //
 // A behaviour may keep a request and reply from a later behaviour; such a
-// request is ended by its answer, by ctx, or by the end of the actor that
-// keeps it (ErrTerminated, after its Stopped hook, which may still answer)
-// or of its system (ErrStopped), whichever comes first; a restart of that
-// actor ends the requests it had received (ErrTerminated). An answer after
-// that returns ErrReplied.
+// request is ended by its answer, by ctx, by the end of its system
+// (ErrStopped), or by the end of the actor that keeps it (ErrTerminated,
+// after its Stopped hook, which may still answer), whichever comes first.
+// The last needs an actor with a Started or Stopped hook, spawned with an
+// option, or watched (every entity is one): the deliveries of an actor with
+// none of these are not recorded, which keeps them cheapest, and what it
+// keeps waits for ctx or the system's end. A restart ends the requests the
+// actor had received (ErrTerminated). An answer after that returns
+// ErrReplied. A request still queued when its actor ends is failed when it
+// is dropped, so that once Ask has returned ErrTerminated for it nothing in
+// the system holds it: a request the actor never received may be asked
+// again; one the actor kept may still be answered (ErrReplied) by a holder
+// that has it, so do not reuse that one.
 func Ask[TR, R any, Req RequestPtr[TR, R]](ctx context.Context, to Port[Req], req Req) (R, error) {
 	if req == nil {
 		panic("actor: Ask with a nil request")

@@ -292,7 +292,7 @@ func (w *worker) recovered(r any, goexit bool) {
 			w.e.endPlain(end.c, obj, end.inc)
 		}
 		w.e.actorGone()
-		w.e.endHeld(end.c, end.inc, false, errHeldEnded) // the requests it kept (see held.go)
+		w.e.endHeld(end.c, end.inc, true, errHeldEnded) // the requests it kept (see held.go)
 		// The panic skipped what follows the termination in drainBatch:
 		// a request the behaviour did not answer is failed here, and the
 		// message's hooks run.
@@ -321,7 +321,7 @@ func (w *worker) recovered(r any, goexit bool) {
 		case endPlainTaken:
 			w.st.ActorsTerminated++
 			w.e.actorGone()
-			w.e.endHeld(c, incOf(s), false, errHeldEnded) // the requests it kept
+			w.e.endHeld(c, incOf(s), true, errHeldEnded) // the requests it kept
 		case endWatched:
 			// Extended, or a Watch extended it after our load (the CAS
 			// failed): it terminates as an extended actor (see watch).

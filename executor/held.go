@@ -22,20 +22,24 @@ import (
 // completed hold is dropped from its list later, when the list fills up,
 // or when the incarnation ends).
 //
-// When the incarnation ends (terminate, terminateExt, a plain actor's
-// panic), its worker fails every hold of it not yet completed, after the
-// Stopped hook (which may still answer) and before the actor's watchers
-// are told, with errHeldEnded (ErrTerminated). A restart fails the holds
-// of the requests its actor received before it (reqHold.delivered, set as an
-// extended actor's delivery begins), not those still queued, which the
-// restarted actor receives next. A Stop fails what is left with
-// ErrStopped. A request completed once is never completed again (its
-// target's done CAS): a holder's later Reply or Fail returns ErrReplied
-// and counts as a late reply.
-//
-// A request still queued when its incarnation ends is failed early, with
-// the same error its dropping as a dead letter would give it; the message
-// is counted as a dead letter all the same, when its turn comes.
+// When the incarnation ends (terminateExt), its worker fails the holds of
+// the requests it received (reqHold.delivered, set as an extended actor's
+// delivery begins) and did not answer, after the Stopped hook (which may
+// still answer) and before the actor's watchers are told, with
+// errHeldEnded (ErrTerminated); a restart fails the same set with
+// errHeldRestarted. A request still queued is not failed then: its
+// envelope is the mailbox's until it is dropped as a dead letter, which
+// fails it (dropped); failing it earlier would hand it back to its asker,
+// who may reuse it, while a worker still holds the envelope and would read
+// it when dropping it. A plain actor's deliveries are not marked (that
+// would cost the fast path a test per delivery), so its ends (terminate, a
+// plain actor's panic) fail nothing: what it kept is failed by a Stop, or
+// ends with its asker's context. A Stop fails what is left with
+// ErrStopped: every hold once no envelope is left (every worker exited),
+// only delivered ones when a forced Stop gave up on a worker, whose batch
+// may still hold requests. A request completed once is never completed
+// again (its target's done CAS): a holder's later Reply or Fail returns
+// ErrReplied and counts as a late reply.
 
 // errHeldEnded fails a request whose holder's incarnation ended without
 // answering it; errHeldRestarted one whose holder restarted.
@@ -203,7 +207,7 @@ func holdAt(t heldTarget, c *Cell, inc uint32) (pc *Cell, pinc uint32) {
 
 // endHeld fails the holds of incarnation inc of c that are not completed:
 // all of them (delivered false), or only those whose request was
-// delivered (a restart). It takes them out of the registry first, and
+// delivered (every end and restart: see the top of this file). It takes them out of the registry first, and
 // fails them after the lock (a failing completes the request: it may
 // send a Reply or call an AskFunc function).
 func (e *Executor) endHeld(c *Cell, inc uint32, delivered bool, err error) {
@@ -243,16 +247,19 @@ func (e *Executor) endHeld(c *Cell, inc uint32, delivered bool, err error) {
 	}
 }
 
-// endAllHeld fails every hold left in the registry (a Stop: their
-// incarnations ended with the executor) with err.
-func (e *Executor) endAllHeld(err error) {
+// endAllHeld fails the holds left in the registry (a Stop: their
+// incarnations ended with the executor) with err: every one when no
+// envelope is left anywhere (every worker exited, the mailboxes closed),
+// else (delivered true: a forced Stop gave up on a worker, whose batch may
+// still hold requests) only those whose request was delivered.
+func (e *Executor) endAllHeld(delivered bool, err error) {
 	var fail []heldTarget
 	for i := range e.held.shards {
 		s := &e.held.shards[i]
 		s.mu.Lock()
 		for c, l := range s.by {
 			for _, t := range l {
-				if !t.isDone() {
+				if !t.isDone() && (!delivered || t.link().delivered.Load()) {
 					t.link().c.Store(nil)
 					fail = append(fail, t)
 				}

@@ -216,7 +216,7 @@ func (e *Executor) runStop(ctx context.Context) error {
 		m.close() // no actor is placed on a spare: nothing is queued there
 	}
 	dropped := e.undeliver.Load()
-	e.endAllHeld(ErrStopped) // requests kept by actors that the stop ended (see held.go)
+	e.endAllHeld(!allExited, ErrStopped) // requests kept by actors that the stop ended (see held.go)
 	// Shutdown's stop pills that found their actor ended are dead letters
 	// of Stats, not of this error (see stopPill).
 	dead -= min(dead, uint64(e.stopPillsDead.Load()))

@@ -46,7 +46,7 @@ func (w *worker) terminate(c *Cell, alive uint32, st Allocation) {
 	w.st.ActorsTerminated++
 	if destroyer == nil && releaser == nil { // no hook: nothing can panic here
 		w.e.actorGone()
-		w.e.endHeld(c, inc, false, errHeldEnded) // the requests it kept (see held.go)
+		w.e.endHeld(c, inc, true, errHeldEnded) // the requests it kept (see held.go)
 		return
 	}
 	w.beginPlainEnd(c, obj, inc, destroyer != nil) // for recovered, if a hook panics
@@ -62,7 +62,7 @@ func (w *worker) terminate(c *Cell, alive uint32, st Allocation) {
 	w.e.actorGone()
 	// The requests it kept (see held.go), after the end, as the request
 	// its behaviour ended on (recovered does it when a hook panics).
-	w.e.endHeld(c, inc, false, errHeldEnded)
+	w.e.endHeld(c, inc, true, errHeldEnded)
 }
 
 // safeCall calls f and recovers a panic out of it.
@@ -264,7 +264,7 @@ func (t *extTerm) run(w *worker) {
 			}
 			// The requests it kept, after its Stopped hook, which may
 			// still answer them (see held.go).
-			w.e.endHeld(c, t.inc, false, errHeldEnded)
+			w.e.endHeld(c, t.inc, true, errHeldEnded)
 			c.finishExtEnd(t.inc, t.reason)
 			var err error
 			if t.reason != reasonNormal && x.lastPanic != nil {

@@ -211,9 +211,13 @@ func holdAt(t heldTarget, c *Cell, inc uint32) (pc *Cell, pinc uint32) {
 // fails them after the lock (a failing completes the request: it may
 // send a Reply or call an AskFunc function).
 func (e *Executor) endHeld(c *Cell, inc uint32, delivered bool, err error) {
-	if e.held.cells.Load() == 0 {
-		return
+	if e.held.cells.Load() != 0 { // no hold anywhere: the common case, inlined
+		e.endHeldIn(c, inc, delivered, err)
 	}
+}
+
+// endHeldIn is endHeld when the registry holds something.
+func (e *Executor) endHeldIn(c *Cell, inc uint32, delivered bool, err error) {
 	s := e.held.shard(c)
 	var fail []heldTarget
 	s.mu.Lock()

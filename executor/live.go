@@ -88,10 +88,12 @@ func (e *Executor) initLive() {
 // noteSpawn records the spawn of incarnation inc of c (obj) by w (nil: a
 // goroutine outside the system).
 func (e *Executor) noteSpawn(w *worker, c *Cell, obj any, inc uint32) {
-	n := len(e.workers)
-	i := n + int(uintptr(unsafe.Pointer(c))>>6)%n
+	var i int
 	if w != nil {
 		i = w.id
+	} else {
+		n := len(e.workers)
+		i = n + int(uintptr(unsafe.Pointer(c))>>6)%n
 	}
 	e.liveLog[i].add(liveRec{c: c, obj: obj, inc: incOf(inc)})
 }

@@ -22,11 +22,9 @@
 //     its ask (504, or 499 in the logs);
 //   - the errors of an ask mapped to HTTP statuses in one table
 //     (statusFor, service.go);
-//   - graceful shutdown on SIGINT/SIGTERM: the HTTP server first, then the
-//     actors, then the system (main.go). An Entities does not list its
-//     entities, so the service keeps the set of live sessions (each
-//     leaves it when it ends) to end them; nothing looks a session up
-//     there.
+//   - graceful shutdown on SIGINT/SIGTERM: the HTTP server first, then
+//     System.Shutdown, which stops every actor, their Stopped hooks run,
+//     and then the system (main.go, service.go).
 //
 // Run it and talk to it:
 //

@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -34,13 +33,9 @@ type service struct {
 	shards   *actor.Entities[shard, *shard]     // named "0" to cfg.Shards-1
 	sessions *actor.Entities[session, *session] // named by session id
 
-	// live holds every session actor not yet ended (*session keys), for
-	// close, which must end them, and /healthz, which counts them: an
-	// Entities does not list its entities. Nothing looks a session up here.
-	live sync.Map
-
-	// Counters, reported by /healthz.
-	panics, restarts, timeouts, canceled atomic.Int64
+	// Counters, reported by /healthz: sessions is the number of sessions
+	// created (by POST /session) and not yet ended.
+	sessionsLive, panics, restarts, timeouts, canceled atomic.Int64
 }
 
 // newService starts an actor system and spawns the shards.
@@ -67,9 +62,7 @@ func newService(cfg config, log *slog.Logger) (*service, error) {
 	s.shards = actor.NewEntities(sys, func(string) *shard { return &shard{restarts: &s.restarts} },
 		actor.WithRestart(nil, actor.Budget{}))
 	s.sessions = actor.NewEntities(sys, func(id string) *session {
-		sess := &session{id: id, idle: cfg.SessionIdle, created: time.Now(), live: &s.live}
-		s.live.Store(sess, nil)
-		return sess
+		return &session{id: id, idle: cfg.SessionIdle, created: time.Now(), live: &s.sessionsLive}
 	}, actor.WithPassivation(cfg.SessionIdle))
 	for i := range cfg.Shards { // spawned now, so that a bad option fails the start
 		if _, err := s.shards.Get(context.Background(), strconv.Itoa(i)); err != nil {
@@ -250,7 +243,7 @@ func (s *service) healthz(ctx context.Context, w http.ResponseWriter, r *http.Re
 		}
 		h.Keys[i] = n
 	}
-	s.live.Range(func(_, _ any) bool { h.Sessions++; return true })
+	h.Sessions = int(s.sessionsLive.Load())
 	h.Panics, h.Restarts = s.panics.Load(), s.restarts.Load()
 	h.Timeouts, h.Canceled = s.timeouts.Load(), s.canceled.Load()
 	writeJSON(w, code, h)
@@ -345,21 +338,11 @@ func (s *service) failed(w http.ResponseWriter, r *http.Request, err error) {
 // close ends every session and shard, then stops the actor system. It runs
 // after the HTTP server has shut down, so no handler asks any more.
 func (s *service) close(ctx context.Context) error {
-	s.live.Range(func(sess, _ any) bool {
-		actor.SendPill(sess.(*session), actor.FinishedMsg) // ErrTerminated: it passivated meanwhile
-		return true
-	})
-	for i := range s.cfg.Shards {
-		// Get spawns a shard that had ended past its restart budget, for
-		// nothing: it is ended at once.
-		if sh, err := s.shards.Get(ctx, strconv.Itoa(i)); err == nil {
-			actor.SendPill(sh, actor.FinishedMsg)
-		}
-	}
-	// Stop waits until every actor has terminated. Its error repeats the
-	// panics that terminated an actor and counts messages never delivered;
-	// only actors still alive when ctx ends make the shutdown fail.
-	err := s.sys.Stop(ctx)
+	// Shutdown stops every live actor (their Stopped hooks run), then the
+	// system. Its error repeats the panics that terminated an actor and
+	// counts messages never delivered; only actors still alive when ctx
+	// ends make the shutdown fail.
+	err := s.sys.Shutdown(ctx)
 	if errors.Is(err, actor.ErrActorsAlive) {
 		return err
 	}

@@ -2,7 +2,7 @@ package main
 
 import (
 	"errors"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/actord/actord/actor"
@@ -22,8 +22,8 @@ type session struct {
 	id      string
 	idle    time.Duration
 	created time.Time
-	hits    int       // 0 until the touch that creates it
-	live    *sync.Map // the service's live sessions; it leaves when it ends
+	hits    int           // 0 until the touch that creates it
+	live    *atomic.Int64 // the service's count of live sessions
 }
 
 // errNoSession answers a touch of a session that does not exist.
@@ -48,7 +48,9 @@ func (s *session) onTouch(m *touchReq) actor.Allocation {
 		m.Fail(errNoSession)
 		return actor.Delete // ends this incarnation: the name is free again
 	}
-	s.hits++
+	if s.hits++; s.hits == 1 {
+		s.live.Add(1) // created
+	}
 	m.Reply(sessionInfo{
 		ID:   s.id,
 		Hits: s.hits,
@@ -59,5 +61,9 @@ func (s *session) onTouch(m *touchReq) actor.Allocation {
 }
 
 // Stopped runs however the session ends: passivated, ended by a failed
-// touch, or at shutdown.
-func (s *session) Stopped(actor.Reason) { s.live.Delete(s) }
+// touch (never created: not counted), or at shutdown.
+func (s *session) Stopped(actor.Reason) {
+	if s.hits > 0 {
+		s.live.Add(-1)
+	}
+}

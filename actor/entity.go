@@ -152,8 +152,11 @@ func (es *Entities[T, A]) Get(ctx context.Context, name string) (A, error) {
 // (Get), with behaviour: it is Get then Send, again while the Send fails
 // with ErrTerminated (the incarnation Get returned ended, or passivated,
 // in between; the message was not queued), so that msg reaches the next
-// incarnation. It returns nil once one incarnation accepted msg, which it
-// then receives exactly once, before any end of that incarnation. Errors:
+// incarnation. It returns nil once one incarnation accepted msg, as Send
+// does: that incarnation receives it once, before its passivation if it
+// passivates (see WithPassivation); an end by a status, a pill or a panic
+// past supervision that comes first makes it a dead letter, as for any
+// send. Errors:
 // those of Get, and of Send but ErrTerminated (ErrMailboxFull from a
 // bounded entity). From a behaviour, Get does not wait for an ending
 // entity, so EntitySend returns its error wrapping ErrTerminated.

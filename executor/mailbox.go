@@ -201,6 +201,9 @@ func (m *mailbox) settled() uint64 {
 // set wait for it to clear instead of allocating too; gulps go on. A pusher
 // preempted or assisting the garbage collector in the allocation thus never
 // keeps the worker spinning on the lock.
+//
+// push is pushGated without a gate; the send path calls pushGated itself,
+// saving the call.
 func (m *mailbox) push(c *Cell, fn unsafe.Pointer, msg any, coff, want uint32) int {
 	return m.pushGated(c, fn, msg, coff, want, nil)
 }

@@ -181,7 +181,7 @@ func send(c *Cell, off, size uintptr, want uint32, fn unsafe.Pointer, msg any) e
 // the incarnation the sender saw) is in mb, where a worker of mb.exec
 // finds it a dead letter.
 func pushTo(c *Cell, mb *mailbox, coff, st uint32, fn unsafe.Pointer, msg any) error {
-	n := mb.push(c, fn, msg, coff, st)
+	n := mb.pushGated(c, fn, msg, coff, st, nil) // no wrapper on the hot path: see push
 	if n < 0 {
 		return ErrStopped
 	}

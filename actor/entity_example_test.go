@@ -106,3 +106,25 @@ func ExampleRequestPtr() {
 	// Output:
 	// 3 <nil>
 }
+
+// EntitySend sends to an entity by name: Get, then Send, again if the
+// incarnation Get found ended in between (it passivated, say), so that the
+// message reaches the name's live actor, spawned if need be.
+func ExampleEntitySend() {
+	sys, _ := actor.Start()
+	accounts := actor.NewEntities(sys, func(id string) *Account { return &Account{} })
+	ctx := context.Background()
+
+	for range 3 {
+		if err := actor.EntitySend(ctx, accounts, "bob", &Deposit{N: 10}, (*Account).OnDeposit); err != nil {
+			fmt.Println(err)
+		}
+	}
+	balance, _ := actor.EntityPort(ctx, accounts, "bob", (*Account).OnBalance)
+	n, _ := actor.Ask(ctx, balance, &Balance{})
+	fmt.Println("balance:", n)
+	fmt.Println(sys.Shutdown(ctx))
+	// Output:
+	// balance: 30
+	// <nil>
+}

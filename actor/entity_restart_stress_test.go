@@ -112,5 +112,6 @@ func TestEntitiesStressPassivationAndRestart(t *testing.T) {
 	assert.Positive(t, booms.Load(), "no restart")
 	stats, _ := sys.Stats()
 	assert.Equal(t, uint64(booms.Load()), stats.Total().Restarts, "every panic restarted its entity")
+	assert.Equal(t, uint64(st.passive.Load()), stats.Total().Passivations, "Stats counts every passivation")
 	t.Logf("passivations %d, restarts %d", st.passive.Load(), booms.Load())
 }

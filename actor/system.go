@@ -280,6 +280,7 @@ type Stats = executor.Stats
 //	Panics                            uint64 // behaviours or hooks that panicked or called runtime.Goexit
 //	Restarts, Resumes, Escalations    uint64 // supervision: restarts, messages dropped by Resume, failures escalated
 //	BudgetExhausted                   uint64 // actors terminated past their restart budget
+//	Passivations                      uint64 // actors ended by idle passivation (WithPassivation)
 //	GulpSize, StealSize               executor.Histogram // messages per gulp, per non-empty steal
 //	MissedGulps, BatchWaits           uint64 // scheduling: mailboxes found busy, waits for a batch
 //	DeferredServes                    uint64 // mailboxes of parked workers it served

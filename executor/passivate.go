@@ -168,6 +168,7 @@ func (w *worker) passivate(c *Cell, x *cellExt, want uint32) bool {
 func (w *worker) terminatePassivated(c *Cell, x *cellExt, alive uint32) {
 	t := extTerm{c: c, x: x, obj: c.obj, inc: incOf(alive), reason: reasonNormal, st: Finished, passivated: true}
 	w.st.ActorsTerminated++
+	w.st.Passivations++
 	c.startExtEnd(t.inc, t.reason)
 	t.run(w)
 }

@@ -80,6 +80,10 @@ type WorkerStats struct {
 	Resumes         uint64
 	Escalations     uint64
 	BudgetExhausted uint64
+	// Passivations counts the actors this worker ended by idle passivation
+	// (SpawnOptions.IdleTimeout; ReasonPassivated), also counted in
+	// ActorsTerminated.
+	Passivations uint64
 
 	// GulpSize has one observation per gulp: the number of messages taken
 	// (Count = gulps, Sum = messages gulped). Local sends are not included.
@@ -167,6 +171,7 @@ func (s *WorkerStats) add(o *WorkerStats) {
 	s.Resumes += o.Resumes
 	s.Escalations += o.Escalations
 	s.BudgetExhausted += o.BudgetExhausted
+	s.Passivations += o.Passivations
 	s.private += o.private
 	s.control += o.control
 	s.closed += o.closed

@@ -49,6 +49,7 @@ type descs struct {
 	asksPending, asksTimedOut, lateReplies                 *prometheus.Desc
 	timersPending, timersFired, timersDead                 *prometheus.Desc
 	restarts, resumes, escalations, budgetExhausted        *prometheus.Desc
+	passivations                                           *prometheus.Desc
 	watchNotices, mailboxOverflows                         *prometheus.Desc
 }
 
@@ -119,6 +120,7 @@ func NewCollector() *Collector {
 		resumes:         desc("resumes_total", "Failing messages dropped on the worker by actors spawned WithResume, which kept their state and went on.", w...),
 		escalations:     desc("escalations_total", "Panics on the worker handed to a supervisor as a Failure (WithEscalate); the actor waited for its decision.", w...),
 		budgetExhausted: desc("restart_budget_exhausted_total", "Actors terminated on the worker because a panic exceeded their restart budget (Reason budget).", w...),
+		passivations:    desc("passivations_total", "Actors the worker ended by idle passivation (WithPassivation: no message for their idle duration).", w...),
 		watchNotices:    desc("watch_notifications_total", "Terminated notices sent to watchers (Watch, WatchChan), one per watch (system-wide)."),
 		mailboxOverflows: desc("mailbox_overflows_total", "Sends to a full bounded mailbox (WithMailbox): reason=reject (the send failed with ErrMailboxFull), drop_newest (the new message was dropped) or drop_oldest (the oldest queued message was dropped) (system-wide).",
 			labelReason),
@@ -222,7 +224,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		d.live, d.parked, d.queued, d.workers, d.queues, d.stale, d.snapshot,
 		d.asksPending, d.asksTimedOut, d.lateReplies,
 		d.timersPending, d.timersFired, d.timersDead,
-		d.restarts, d.resumes, d.escalations, d.budgetExhausted,
+		d.restarts, d.resumes, d.escalations, d.budgetExhausted, d.passivations,
 		d.watchNotices, d.mailboxOverflows,
 	} {
 		ch <- x
@@ -286,6 +288,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(d.resumes, float64(w.Resumes), l)
 		counter(d.escalations, float64(w.Escalations), l)
 		counter(d.budgetExhausted, float64(w.BudgetExhausted), l)
+		counter(d.passivations, float64(w.Passivations), l)
 	}
 	if !hasCur {
 		return

@@ -94,7 +94,7 @@ func twoWorkers() executor.Stats {
 	w0 := executor.WorkerStats{ActorsCreated: 3, ActorsTerminated: 2, LocalSends: 5, DeadLetters: 1, Panics: 1,
 		MissedGulps: 7, StealAttempts: 10, StealNoCandidate: 4, StealFailedSwap: 1, EmptySteals: 2,
 		StealWakeups: 6, StalledSteals: 17, Parks: 9, WakeupsBySender: 5, WakeupsByTimeout: 3, ParkedTime: 1500 * time.Millisecond, ThreadReleases: 8, BatchWaits: 11, DeferredServes: 15,
-		Restarts: 11, Resumes: 12, Escalations: 13, BudgetExhausted: 14}
+		Restarts: 11, Resumes: 12, Escalations: 13, BudgetExhausted: 14, Passivations: 16}
 	for _, v := range []uint64{0, 1, 1, 3, 4, 1 << 30} {
 		w0.GulpSize.Observe(v)
 	}
@@ -175,6 +175,8 @@ func TestValues(t *testing.T) {
 	require.Equal(t, 13.0, value(t, f, "actord_escalations_total", w("0")...))
 	require.Equal(t, 14.0, value(t, f, "actord_restart_budget_exhausted_total", w("0")...))
 	require.Equal(t, 0.0, value(t, f, "actord_restart_budget_exhausted_total", w("1")...))
+	require.Equal(t, 16.0, value(t, f, "actord_passivations_total", w("0")...))
+	require.Equal(t, 0.0, value(t, f, "actord_passivations_total", w("1")...))
 	require.Equal(t, 24.0, value(t, f, "actord_watch_notifications_total"))
 	require.Equal(t, 21.0, value(t, f, "actord_mailbox_overflows_total", "reason", "reject"))
 	require.Equal(t, 22.0, value(t, f, "actord_mailbox_overflows_total", "reason", "drop_newest"))

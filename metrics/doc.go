@@ -73,6 +73,7 @@
 //	actord_resumes_total{worker}                    failing messages dropped by actors spawned WithResume
 //	actord_escalations_total{worker}                panics handed to a supervisor (WithEscalate)
 //	actord_restart_budget_exhausted_total{worker}   actors terminated for exceeding their restart budget
+//	actord_passivations_total{worker}               actors ended by idle passivation (WithPassivation)
 //	actord_watch_notifications_total                Terminated notices sent to watchers (Watch, WatchChan)
 //	actord_mailbox_overflows_total{reason}          sends to a full bounded mailbox: reason="reject",
 //	                                                "drop_newest" or "drop_oldest" (WithMailbox's Overflow)

@@ -136,7 +136,7 @@ func run(idle time.Duration) error {
 			return err
 		}
 	}
-	fmt.Println(<-ended) // alice idle for the duration: her cart is saved and ends
+	fmt.Println(<-ended)                                 // alice idle for the duration: her cart is saved and ends
 	if err := s.add(ctx, "alice", "bread"); err != nil { // her next cart, loaded
 		return err
 	}

@@ -136,8 +136,10 @@ func run(idle time.Duration) error {
 			return err
 		}
 	}
-	fmt.Println(<-ended)                                 // alice idle for the duration: her cart is saved and ends
-	if err := s.add(ctx, "alice", "bread"); err != nil { // her next cart, loaded
+	// alice idle for the duration: her cart is saved and ends.
+	fmt.Println(<-ended)
+	// Her next cart, loaded.
+	if err := s.add(ctx, "alice", "bread"); err != nil {
 		return err
 	}
 	items, err := s.list(ctx, "alice")

@@ -5,13 +5,28 @@
 //
 // Next appends an element in place, doubling the array when it is full
 // (amortised O(1), and no allocation at all once the array has grown to the
-// working-set size). A caller that must not allocate at that point (a
-// producer holding a spin lock) checks Full first, allocates a larger array
-// itself with NewArray outside its critical section, and hands it over with
-// Adopt. PopRef is an index increment (O(1), no shifting). Reset, called when
-// a drained queue is handed back, clears the popped values (so the garbage
-// collector can reclaim what they referenced) and applies the reclamation
-// rule.
+// working-set size), up to a segment's length (see Segments). A caller that
+// must not allocate at that point (a producer holding a spin lock) checks
+// Full first, allocates the array itself with NewArray(GrowCap())
+// outside its critical section, and hands it over with Adopt. PopRef is an
+// index increment (O(1), no shifting). Reset, called when a drained queue
+// is handed back, clears the popped values (so the garbage collector can
+// reclaim what they referenced) and applies the reclamation rule.
+//
+// # Segments
+//
+// An array never grows past SegmentLen elements by doubling. A full array
+// of that size is sealed instead: it joins a list of full segments, in
+// order, and a new empty segment becomes the array pushes append to. So
+// a backlog of a million elements (an actor flooding another from one
+// behaviour) costs one allocation per segment and no copy: doubling copied
+// every element about once more, through the garbage collector's write
+// barriers, and left the arrays it outgrew as garbage, twice the backlog's
+// memory at the last growth. Pops read the segments in order, then the
+// array; a segment read past is dropped at once, so a long drain gives its
+// memory back as it goes, and Reset drops any left, keeping the last
+// segment as the queue's array. The common case, a queue that never
+// reaches a segment's length, pays one comparison per pop.
 //
 // # Reclamation
 //
@@ -46,6 +61,10 @@ const (
 	// ReclaimAge is how long such a streak must have lasted (from its
 	// ReclaimAfter-th drain) before the array is halved.
 	ReclaimAge = time.Second
+	// SegmentLen is the length (elements) at which an array stops doubling
+	// and the queue grows by segments of this length (see Segments). For
+	// the executor's 40-byte envelopes a segment is 160 KiB.
+	SegmentLen = 4096
 )
 
 // clock returns a monotonic time in nanoseconds, never 0 (0 marks "not
@@ -56,10 +75,28 @@ var epoch = time.Now()
 
 // Queue is a copy queue of T. The zero value is an empty queue with no storage.
 // A Queue is not safe for concurrent use; the executor guards it with its
-// mailbox lock or owns it exclusively while draining.
+// mailbox lock or owns it exclusively while draining. Every field is
+// written and read only by that one holder; a Queue moves between holders
+// by value (a gulp swaps two of them under the mailbox lock), and no field
+// points into the Queue itself, so a moved Queue stays valid.
 type Queue[T any] struct {
-	buf  []T // live elements are buf[head:]; len(buf) counts every push since the last Reset
-	head int // index of the next element to pop
+	// buf is the tail: pushes append to it. Live elements are the
+	// unpopped ones of the sealed segments, then buf[head:] once every
+	// segment is popped (rseg == len(sealed)).
+	buf []T
+	// head is the index of the next element to pop in the segment being
+	// read: sealed[rseg], or buf when rseg == len(sealed).
+	head int
+	// sealed holds the full segments that came before buf, oldest first
+	// (see Segments). A segment already read past is nil (dropped, for the
+	// garbage collector); the slice itself is kept for reuse by Reset.
+	sealed [][]T
+	// rseg is the index in sealed of the segment being read;
+	// len(sealed) when pops read buf.
+	rseg int
+	// nsealed is the number of elements in the sealed segments, popped or
+	// not; npassed, in those read past (dropped).
+	nsealed, npassed int
 	// underHalf counts consecutive Resets whose drained length was below half
 	// the capacity, and underSince is the clock at the streak's
 	// ReclaimAfter-th (0 before it); both travel with the array when queues
@@ -67,6 +104,10 @@ type Queue[T any] struct {
 	underHalf  int
 	underSince int64
 }
+
+// segLen is the segment length, in elements (see Segments). A variable so
+// that tests can make segments small; set before any queue is used.
+var segLen = SegmentLen
 
 // New returns an empty queue with room for capacity elements.
 func New[T any](capacity int) Queue[T] {
@@ -77,27 +118,56 @@ func New[T any](capacity int) Queue[T] {
 }
 
 // Len returns the number of elements not yet popped.
-func (q *Queue[T]) Len() int { return len(q.buf) - q.head }
+func (q *Queue[T]) Len() int { return q.Pushed() - q.popped() }
+
+// popped returns the number of elements popped since the last Reset.
+func (q *Queue[T]) popped() int {
+	if q.rseg == len(q.sealed) {
+		return q.nsealed + q.head
+	}
+	return q.npassed + q.head
+}
 
 // Pushed returns the number of elements pushed since the last Reset (popped or not).
-func (q *Queue[T]) Pushed() int { return len(q.buf) }
+func (q *Queue[T]) Pushed() int { return q.nsealed + len(q.buf) }
 
-// Cap returns the capacity of the underlying array.
-func (q *Queue[T]) Cap() int { return cap(q.buf) }
+// Cap returns the number of elements the queue holds without growing: the
+// tail's capacity plus the sealed segments' elements.
+func (q *Queue[T]) Cap() int { return q.nsealed + cap(q.buf) }
 
-// Full reports whether the next append needs a larger array.
+// Full reports whether the next append needs a larger array (or a new segment).
 func (q *Queue[T]) Full() bool { return len(q.buf) == cap(q.buf) }
 
-// GrowCap returns the capacity the next growth doubles to (at least 1).
-func (q *Queue[T]) GrowCap() int { return max(2*cap(q.buf), 1) }
+// GrowCap returns the capacity of the array the next growth needs: double
+// the tail's (at least 1), or a segment's length once the tail has reached it.
+func (q *Queue[T]) GrowCap() int {
+	if c := cap(q.buf); c >= segLen {
+		return segLen
+	}
+	return max(2*cap(q.buf), 1)
+}
 
 // NewArray returns an empty array of the given capacity, for Adopt.
 func NewArray[T any](capacity int) []T { return make([]T, 0, max(capacity, 0)) }
 
-// Adopt moves the queue's elements into arr, an empty array from NewArray,
-// and keeps arr as the queue's array, if arr is larger than the current one;
-// otherwise it does nothing and reports false. It never allocates.
+// Adopt makes room with arr, an empty array from NewArray(GrowCap()), in a
+// full queue, and reports whether it did: below the segment length it moves
+// the elements into arr if arr is larger than the current array; at or above
+// it, it seals the tail and makes arr the new tail if arr holds a segment
+// (no copy). Otherwise (the queue is not full, or arr is too small) it does
+// nothing and reports false. It never allocates, but for the first
+// segment's entry in the list of sealed segments.
 func (q *Queue[T]) Adopt(arr []T) bool {
+	if !q.Full() {
+		return false
+	}
+	if cap(q.buf) >= segLen {
+		if cap(arr) < segLen {
+			return false
+		}
+		q.seal(arr[:0])
+		return true
+	}
 	if cap(arr) <= cap(q.buf) {
 		return false
 	}
@@ -107,23 +177,47 @@ func (q *Queue[T]) Adopt(arr []T) bool {
 	return true
 }
 
+// seal appends the full tail to the sealed segments and makes next, an
+// empty array, the tail. A reader reading the tail now reads the segment it
+// became (rseg stays, and indexes it).
+func (q *Queue[T]) seal(next []T) {
+	q.sealed = append(q.sealed, q.buf)
+	q.nsealed += len(q.buf)
+	q.buf = next
+}
+
 // Shrink replaces the array of an empty queue (every element popped, or
 // none pushed) whose capacity is above floor by arr, an empty array from
 // NewArray(floor), and reports whether it did. It never allocates.
 func (q *Queue[T]) Shrink(floor int, arr []T) bool {
-	if q.head != len(q.buf) || cap(q.buf) <= floor || cap(arr) >= cap(q.buf) {
+	if q.Len() != 0 || q.Cap() <= floor || cap(arr) >= q.Cap() {
 		return false
 	}
+	q.dropSealed()
 	clear(q.buf)
 	q.buf, q.head, q.underHalf, q.underSince = arr[:0], 0, 0, 0
 	return true
 }
 
-// grow doubles the capacity (at least 1), keeping the elements and the head.
-// Kept out of line so that Next stays small where it is inlined.
+// dropSealed forgets every sealed segment (their elements are garbage once
+// the segments are unreferenced: nothing needs clearing) and keeps the list
+// for reuse.
+func (q *Queue[T]) dropSealed() {
+	clear(q.sealed)
+	q.sealed, q.rseg, q.nsealed, q.npassed = q.sealed[:0], 0, 0, 0
+}
+
+// grow makes room for one more element: it doubles the tail's capacity (at
+// least 1), keeping the elements and the head, below the segment length,
+// and seals the tail and starts a new segment at or above it. Kept out of
+// line so that Next stays small where it is inlined.
 //
 //go:noinline
 func (q *Queue[T]) grow() {
+	if cap(q.buf) >= segLen {
+		q.seal(make([]T, 0, segLen))
+		return
+	}
 	c := 2 * cap(q.buf)
 	if c == 0 {
 		c = 1
@@ -135,8 +229,8 @@ func (q *Queue[T]) grow() {
 
 // Next appends a new element and returns a pointer to it, for the caller to
 // fill in place; with large T this avoids building the value elsewhere and
-// copying it. The element is zero (Reset clears every used slot). The pointer
-// is valid until the next Next.
+// copying it. The element is zero (Reset clears every used slot of the
+// tail; a new segment is zero). The pointer is valid until the next Next.
 func (q *Queue[T]) Next() *T {
 	if len(q.buf) == cap(q.buf) {
 		q.grow()
@@ -146,30 +240,65 @@ func (q *Queue[T]) Next() *T {
 }
 
 // PopRef removes the oldest element and returns a pointer to it, or nil when
-// the queue is empty. The element stays valid until Reset, even if later
-// pushes reallocate the array (the pointer then keeps the old array alive).
+// the queue is empty. The element stays valid until Reset, or until a later
+// PopRef returns an element of a later segment (the segment read past is
+// dropped then), whichever comes first; later pushes never move it.
 func (q *Queue[T]) PopRef() *T {
-	if q.head == len(q.buf) {
-		return nil
+	if q.rseg == len(q.sealed) { // reading the tail: always, unless the queue outgrew a segment
+		if q.head == len(q.buf) {
+			return nil
+		}
+		q.head++
+		return &q.buf[q.head-1]
+	}
+	return q.popSealed()
+}
+
+// popSealed is PopRef while sealed segments are being read. A segment read
+// to its end is dropped (and the reader moves on) only when the next
+// element exists, so that LastPopped stays valid.
+//
+//go:noinline
+func (q *Queue[T]) popSealed() *T {
+	s := q.sealed[q.rseg]
+	if q.head == len(s) {
+		if q.rseg+1 == len(q.sealed) && len(q.buf) == 0 {
+			return nil // the last popped element, s's, stays valid
+		}
+		q.sealed[q.rseg] = nil
+		q.npassed += len(s)
+		q.rseg++
+		q.head = 0
+		if q.rseg == len(q.sealed) {
+			q.head = 1
+			return &q.buf[0]
+		}
+		s = q.sealed[q.rseg]
 	}
 	q.head++
-	return &q.buf[q.head-1]
+	return &s[q.head-1]
 }
 
 // LastPopped returns a pointer to the element most recently popped since the
 // last Reset (by PopRef), or nil if none was.
 func (q *Queue[T]) LastPopped() *T {
 	if q.head == 0 {
-		return nil
+		return nil // a reader never stands at the start of a segment after a pop (popSealed)
 	}
-	return &q.buf[q.head-1]
+	if q.rseg == len(q.sealed) {
+		return &q.buf[q.head-1]
+	}
+	return &q.sealed[q.rseg][q.head-1]
 }
 
 // Reset empties the queue for reuse: it clears every slot used since the last
 // Reset, so no stale reference is kept alive, and applies the reclamation rule
 // (see the package documentation) with the given capacity floor.
 func (q *Queue[T]) Reset(floor int) {
-	used := len(q.buf)
+	used := q.Pushed()
+	if len(q.sealed) != 0 {
+		q.dropSealed() // the tail, a segment, stays: the queue is back to one array
+	}
 	clear(q.buf)
 	q.buf = q.buf[:0]
 	q.head = 0

@@ -178,7 +178,8 @@ func (m *mailbox) unlock(w uint64) { storerel.Uint64(&m.word, w) }
 // again at every push of a flooded mailbox it owns but another worker
 // processes. The holder's critical section is a few dozen instructions,
 // except a push that grows the buffer, which copies the queue into the
-// larger array under the lock (gulpers wait for it the same way).
+// larger array under the lock, at most copyq.SegmentLen/2 envelopes (larger
+// queues grow by segments, without a copy; gulpers wait for it the same way).
 func (m *mailbox) settled() uint64 {
 	var b spin.Backoff
 	for {
@@ -194,10 +195,12 @@ func (m *mailbox) settled() uint64 {
 // then returns -1.
 //
 // The lock is never held across an allocation: when the buffer is full, the
-// pusher sets wordGrowing, releases the lock, allocates the doubled array,
-// takes the lock again, hands the array over (unless a gulp swapped in an
-// emptier buffer meanwhile: then the array is dropped) and clears
-// wordGrowing. Other pushers that find the buffer full while wordGrowing is
+// pusher sets wordGrowing, releases the lock, allocates the array the queue
+// grows by (the doubled array, or past copyq.SegmentLen a new segment),
+// takes the lock again, hands the room over (copyq's Adopt; unless a gulp
+// swapped in an emptier buffer meanwhile, or one the room does not fit:
+// then the room is dropped, and a buffer still full is grown again) and
+// clears wordGrowing. Other pushers that find the buffer full while wordGrowing is
 // set wait for it to clear instead of allocating too; gulps go on. A pusher
 // preempted or assisting the garbage collector in the allocation thus never
 // keeps the worker spinning on the lock.
@@ -232,10 +235,10 @@ func (m *mailbox) pushGated(c *Cell, fn unsafe.Pointer, msg any, coff, want uint
 		if testHookGrow != nil {
 			testHookGrow(m)
 		}
-		arr := copyq.NewArray[envelope](need)
+		room := copyq.NewRoom[envelope](need)
 		w = m.lockFor(true)
 		if m.buf.Full() {
-			m.buf.Adopt(arr)
+			m.buf.Adopt(room)
 		}
 		w &^= wordGrowing
 	}

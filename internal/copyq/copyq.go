@@ -7,26 +7,28 @@
 // (amortised O(1), and no allocation at all once the array has grown to the
 // working-set size), up to a segment's length (see Segments). A caller that
 // must not allocate at that point (a producer holding a spin lock) checks
-// Full first, allocates the array itself with NewArray(GrowCap())
-// outside its critical section, and hands it over with Adopt. PopRef is an
-// index increment (O(1), no shifting). Reset, called when a drained queue
-// is handed back, clears the popped values (so the garbage collector can
+// Full first, allocates the room itself with NewRoom(GrowCap()) outside
+// its critical section, and hands it over with Adopt. PopRef is an index
+// increment (O(1), no shifting). Reset, called when a drained queue is
+// handed back, clears the popped values (so the garbage collector can
 // reclaim what they referenced) and applies the reclamation rule.
 //
 // # Segments
 //
-// An array never grows past SegmentLen elements by doubling. A full array
-// of that size is sealed instead: it joins a list of full segments, in
-// order, and a new empty segment becomes the array pushes append to. So
-// a backlog of a million elements (an actor flooding another from one
+// An array never grows past SegmentLen elements by doubling. When a full
+// array of that size needs room, the queue chains segments of SegmentLen
+// elements after it instead, in order, pushes appending to the last one.
+// So a backlog of a million elements (an actor flooding another from one
 // behaviour) costs one allocation per segment and no copy: doubling copied
 // every element about once more, through the garbage collector's write
-// barriers, and left the arrays it outgrew as garbage, twice the backlog's
-// memory at the last growth. Pops read the segments in order, then the
-// array; a segment read past is dropped at once, so a long drain gives its
-// memory back as it goes, and Reset drops any left, keeping the last
-// segment as the queue's array. The common case, a queue that never
-// reaches a segment's length, pays one comparison per pop.
+// barriers, and left the arrays it outgrew as garbage, up to twice the
+// backlog's memory at the last growth. Pops read the array, then each
+// segment in turn, which becomes the array being read: the one read past
+// is dropped at once, so a long drain gives its memory back as it goes, and
+// the drained queue is left with one array, its last segment. A queue that
+// never reaches a segment's length runs the same instructions as a plain
+// array: a pop checks for a next segment only when the array is exhausted,
+// and a push takes its slow path only when the array is full.
 //
 // # Reclamation
 //
@@ -77,32 +79,35 @@ var epoch = time.Now()
 // A Queue is not safe for concurrent use; the executor guards it with its
 // mailbox lock or owns it exclusively while draining. Every field is
 // written and read only by that one holder; a Queue moves between holders
-// by value (a gulp swaps two of them under the mailbox lock), and no field
+// by value (a gulp swaps two of them under the mailbox lock), and nothing
 // points into the Queue itself, so a moved Queue stays valid.
 type Queue[T any] struct {
-	// buf is the tail: pushes append to it. Live elements are the
-	// unpopped ones of the sealed segments, then buf[head:] once every
-	// segment is popped (rseg == len(sealed)).
-	buf []T
-	// head is the index of the next element to pop in the segment being
-	// read: sealed[rseg], or buf when rseg == len(sealed).
-	head int
-	// sealed holds the full segments that came before buf, oldest first
-	// (see Segments). A segment already read past is nil (dropped, for the
-	// garbage collector); the slice itself is kept for reuse by Reset.
-	sealed [][]T
-	// rseg is the index in sealed of the segment being read;
-	// len(sealed) when pops read buf.
-	rseg int
-	// nsealed is the number of elements in the sealed segments, popped or
-	// not; npassed, in those read past (dropped).
-	nsealed, npassed int
+	// buf is the array being read: the live elements are buf[head:], then
+	// those of the segments from next on. Pushes append to it while next
+	// is nil (always, unless the queue outgrew a segment); while next is
+	// not nil, buf is full (it was full when the first segment was chained,
+	// and a segment that is not the last is full).
+	buf  []T
+	head int // index in buf of the next element to pop
+	// next is the first segment chained after buf, last the last one,
+	// which pushes append to; both nil when there is none.
+	next, last *segment[T]
+	// outside is the number of elements, pushed since the last Reset, that
+	// are not in buf: in the arrays the reader has left (behind, which
+	// counts them alone) and in the chained segments.
+	outside, behind int
 	// underHalf counts consecutive Resets whose drained length was below half
 	// the capacity, and underSince is the clock at the streak's
 	// ReclaimAfter-th (0 before it); both travel with the array when queues
 	// are swapped.
 	underHalf  int
 	underSince int64
+}
+
+// segment is an array chained after a queue's array (see Segments).
+type segment[T any] struct {
+	elems []T
+	next  *segment[T]
 }
 
 // segLen is the segment length, in elements (see Segments). A variable so
@@ -118,55 +123,81 @@ func New[T any](capacity int) Queue[T] {
 }
 
 // Len returns the number of elements not yet popped.
-func (q *Queue[T]) Len() int { return q.Pushed() - q.popped() }
-
-// popped returns the number of elements popped since the last Reset.
-func (q *Queue[T]) popped() int {
-	if q.rseg == len(q.sealed) {
-		return q.nsealed + q.head
-	}
-	return q.npassed + q.head
-}
+func (q *Queue[T]) Len() int { return q.Pushed() - q.behind - q.head }
 
 // Pushed returns the number of elements pushed since the last Reset (popped or not).
-func (q *Queue[T]) Pushed() int { return q.nsealed + len(q.buf) }
+func (q *Queue[T]) Pushed() int { return q.outside + len(q.buf) }
 
-// Cap returns the number of elements the queue holds without growing: the
-// tail's capacity plus the sealed segments' elements.
-func (q *Queue[T]) Cap() int { return q.nsealed + cap(q.buf) }
-
-// Full reports whether the next append needs a larger array (or a new segment).
-func (q *Queue[T]) Full() bool { return len(q.buf) == cap(q.buf) }
-
-// GrowCap returns the capacity of the array the next growth needs: double
-// the tail's (at least 1), or a segment's length once the tail has reached it.
-func (q *Queue[T]) GrowCap() int {
-	if c := cap(q.buf); c >= segLen {
-		return segLen
+// Cap returns the number of elements the queue holds without growing: its
+// array's capacity plus the chained segments'.
+func (q *Queue[T]) Cap() int {
+	c := cap(q.buf)
+	for s := q.next; s != nil; s = s.next {
+		c += cap(s.elems)
 	}
-	return max(2*cap(q.buf), 1)
+	return c
 }
 
-// NewArray returns an empty array of the given capacity, for Adopt.
+// Full reports whether the next push needs room (Adopt).
+func (q *Queue[T]) Full() bool {
+	if len(q.buf) != cap(q.buf) {
+		return false
+	}
+	return q.last == nil || len(q.last.elems) == cap(q.last.elems)
+}
+
+// GrowCap returns the capacity of the room the next growth needs: double
+// the array's (at least 1), or a segment's length once the array has
+// reached it.
+func (q *Queue[T]) GrowCap() int {
+	if q.last != nil || cap(q.buf) >= segLen {
+		return segLen
+	}
+	return doubled(cap(q.buf))
+}
+
+// doubled returns the capacity an array of capacity c below a segment's
+// length doubles to: at least 1, at most a segment's length.
+func doubled(c int) int { return min(max(2*c, 1), segLen) }
+
+// NewArray returns an empty array of the given capacity, for Shrink.
 func NewArray[T any](capacity int) []T { return make([]T, 0, max(capacity, 0)) }
 
-// Adopt makes room with arr, an empty array from NewArray(GrowCap()), in a
-// full queue, and reports whether it did: below the segment length it moves
-// the elements into arr if arr is larger than the current array; at or above
-// it, it seals the tail and makes arr the new tail if arr holds a segment
-// (no copy). Otherwise (the queue is not full, or arr is too small) it does
-// nothing and reports false. It never allocates, but for the first
-// segment's entry in the list of sealed segments.
-func (q *Queue[T]) Adopt(arr []T) bool {
+// Room is storage for a queue's growth, allocated by NewRoom outside the
+// critical section of the queue's holder and handed over by Adopt.
+type Room[T any] struct {
+	arr []T         // below a segment's length: the larger array
+	seg *segment[T] // at it: the segment to chain
+}
+
+// NewRoom returns room for a growth to the given capacity (GrowCap).
+func NewRoom[T any](capacity int) Room[T] {
+	if capacity >= segLen {
+		return Room[T]{seg: &segment[T]{elems: make([]T, 0, capacity)}}
+	}
+	return Room[T]{arr: NewArray[T](capacity)}
+}
+
+// Adopt makes room in a full queue with r, from NewRoom(GrowCap()), and
+// reports whether it did: below a segment's length it moves the elements
+// into r's array if that is larger than the current one; at it, it chains
+// r's segment (no copy). Otherwise (the queue is not full, or r does not
+// fit: the queue changed since GrowCap) it does nothing and reports false.
+// It never allocates.
+func (q *Queue[T]) Adopt(r Room[T]) bool {
 	if !q.Full() {
 		return false
 	}
-	if cap(q.buf) >= segLen {
-		if cap(arr) < segLen {
+	if q.last != nil || cap(q.buf) >= segLen {
+		if r.seg == nil {
 			return false
 		}
-		q.seal(arr[:0])
+		q.chain(r.seg)
 		return true
+	}
+	arr := r.arr
+	if arr == nil && r.seg != nil { // a doubling to a segment's length: NewRoom made a segment
+		arr = r.seg.elems
 	}
 	if cap(arr) <= cap(q.buf) {
 		return false
@@ -177,13 +208,14 @@ func (q *Queue[T]) Adopt(arr []T) bool {
 	return true
 }
 
-// seal appends the full tail to the sealed segments and makes next, an
-// empty array, the tail. A reader reading the tail now reads the segment it
-// became (rseg stays, and indexes it).
-func (q *Queue[T]) seal(next []T) {
-	q.sealed = append(q.sealed, q.buf)
-	q.nsealed += len(q.buf)
-	q.buf = next
+// chain appends s, an empty segment, after the last array.
+func (q *Queue[T]) chain(s *segment[T]) {
+	if q.last == nil {
+		q.next = s
+	} else {
+		q.last.next = s
+	}
+	q.last = s
 }
 
 // Shrink replaces the array of an empty queue (every element popped, or
@@ -193,102 +225,76 @@ func (q *Queue[T]) Shrink(floor int, arr []T) bool {
 	if q.Len() != 0 || q.Cap() <= floor || cap(arr) >= q.Cap() {
 		return false
 	}
-	q.dropSealed()
 	clear(q.buf)
 	q.buf, q.head, q.underHalf, q.underSince = arr[:0], 0, 0, 0
+	q.next, q.last, q.outside, q.behind = nil, nil, 0, 0
 	return true
-}
-
-// dropSealed forgets every sealed segment (their elements are garbage once
-// the segments are unreferenced: nothing needs clearing) and keeps the list
-// for reuse.
-func (q *Queue[T]) dropSealed() {
-	clear(q.sealed)
-	q.sealed, q.rseg, q.nsealed, q.npassed = q.sealed[:0], 0, 0, 0
-}
-
-// grow makes room for one more element: it doubles the tail's capacity (at
-// least 1), keeping the elements and the head, below the segment length,
-// and seals the tail and starts a new segment at or above it. Kept out of
-// line so that Next stays small where it is inlined.
-//
-//go:noinline
-func (q *Queue[T]) grow() {
-	if cap(q.buf) >= segLen {
-		q.seal(make([]T, 0, segLen))
-		return
-	}
-	c := 2 * cap(q.buf)
-	if c == 0 {
-		c = 1
-	}
-	nb := make([]T, len(q.buf), c)
-	copy(nb, q.buf)
-	q.buf = nb
 }
 
 // Next appends a new element and returns a pointer to it, for the caller to
 // fill in place; with large T this avoids building the value elsewhere and
-// copying it. The element is zero (Reset clears every used slot of the
-// tail; a new segment is zero). The pointer is valid until the next Next.
+// copying it. The element is zero (Reset clears every used slot; a new
+// array or segment is zero). The pointer is valid until the next Next.
 func (q *Queue[T]) Next() *T {
 	if len(q.buf) == cap(q.buf) {
-		q.grow()
+		return q.nextSlow()
 	}
 	q.buf = q.buf[:len(q.buf)+1]
 	return &q.buf[len(q.buf)-1]
 }
 
-// PopRef removes the oldest element and returns a pointer to it, or nil when
-// the queue is empty. The element stays valid until Reset, or until a later
-// PopRef returns an element of a later segment (the segment read past is
-// dropped then), whichever comes first; later pushes never move it.
-func (q *Queue[T]) PopRef() *T {
-	if q.rseg == len(q.sealed) { // reading the tail: always, unless the queue outgrew a segment
-		if q.head == len(q.buf) {
-			return nil
-		}
-		q.head++
-		return &q.buf[q.head-1]
-	}
-	return q.popSealed()
-}
-
-// popSealed is PopRef while sealed segments are being read. A segment read
-// to its end is dropped (and the reader moves on) only when the next
-// element exists, so that LastPopped stays valid.
+// nextSlow is Next when the array is full: it doubles the array below a
+// segment's length (keeping the elements and the head), else appends to
+// the last segment, chaining a new one when that is full too. Kept out of
+// line so that Next stays small where it is inlined.
 //
 //go:noinline
-func (q *Queue[T]) popSealed() *T {
-	s := q.sealed[q.rseg]
-	if q.head == len(s) {
-		if q.rseg+1 == len(q.sealed) && len(q.buf) == 0 {
-			return nil // the last popped element, s's, stays valid
+func (q *Queue[T]) nextSlow() *T {
+	if q.last == nil && cap(q.buf) < segLen {
+		nb := make([]T, len(q.buf)+1, doubled(cap(q.buf)))
+		copy(nb, q.buf)
+		q.buf = nb
+		return &q.buf[len(q.buf)-1]
+	}
+	if q.last == nil || len(q.last.elems) == cap(q.last.elems) {
+		q.chain(&segment[T]{elems: make([]T, 0, segLen)})
+	}
+	t := q.last
+	t.elems = t.elems[:len(t.elems)+1]
+	q.outside++
+	return &t.elems[len(t.elems)-1]
+}
+
+// PopRef removes the oldest element and returns a pointer to it, or nil when
+// the queue is empty. The element stays valid until Reset, or until a later
+// PopRef returns an element of a later segment (the array read past is
+// dropped then), whichever comes first; later pushes never move it. When
+// the array is exhausted and a segment follows, that segment becomes the
+// array (an empty last segment, adopted but not pushed to, is skipped).
+func (q *Queue[T]) PopRef() *T {
+	for q.head == len(q.buf) {
+		s := q.next
+		if s == nil || len(s.elems) == 0 && s.next == nil {
+			return nil // the last popped element stays valid
 		}
-		q.sealed[q.rseg] = nil
-		q.npassed += len(s)
-		q.rseg++
-		q.head = 0
-		if q.rseg == len(q.sealed) {
-			q.head = 1
-			return &q.buf[0]
+		q.behind += len(q.buf)
+		q.outside += len(q.buf) - len(s.elems)
+		q.buf, q.head, q.next = s.elems, 0, s.next
+		if q.next == nil {
+			q.last = nil // pushes append to buf again
 		}
-		s = q.sealed[q.rseg]
 	}
 	q.head++
-	return &s[q.head-1]
+	return &q.buf[q.head-1]
 }
 
 // LastPopped returns a pointer to the element most recently popped since the
 // last Reset (by PopRef), or nil if none was.
 func (q *Queue[T]) LastPopped() *T {
 	if q.head == 0 {
-		return nil // a reader never stands at the start of a segment after a pop (popSealed)
+		return nil // PopRef never leaves the reader at the start of an array
 	}
-	if q.rseg == len(q.sealed) {
-		return &q.buf[q.head-1]
-	}
-	return &q.sealed[q.rseg][q.head-1]
+	return &q.buf[q.head-1]
 }
 
 // Reset empties the queue for reuse: it clears every slot used since the last
@@ -296,9 +302,10 @@ func (q *Queue[T]) LastPopped() *T {
 // (see the package documentation) with the given capacity floor.
 func (q *Queue[T]) Reset(floor int) {
 	used := q.Pushed()
-	if len(q.sealed) != 0 {
-		q.dropSealed() // the tail, a segment, stays: the queue is back to one array
+	if q.next != nil { // not drained (the executor drains before Reset): drop the segments
+		q.next, q.last = nil, nil
 	}
+	q.outside, q.behind = 0, 0
 	clear(q.buf)
 	q.buf = q.buf[:0]
 	q.head = 0

@@ -241,10 +241,10 @@ func TestAdoptAndShrink(t *testing.T) {
 	if !q.Full() || q.GrowCap() != 4 {
 		t.Fatalf("full %v growcap %d", q.Full(), q.GrowCap())
 	}
-	if q.Adopt(NewArray[int](2)) {
+	if q.Adopt(NewRoom[int](2)) {
 		t.Fatal("adopted an array no larger than the current one")
 	}
-	if !q.Adopt(NewArray[int](q.GrowCap())) || q.Cap() != 4 || q.Full() {
+	if !q.Adopt(NewRoom[int](q.GrowCap())) || q.Cap() != 4 || q.Full() {
 		t.Fatalf("adopt: cap %d", q.Cap())
 	}
 	push(&q, 3)

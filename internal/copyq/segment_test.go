@@ -14,6 +14,15 @@ func withSegLen(t testing.TB, n int) {
 	t.Cleanup(func() { segLen = old })
 }
 
+// segments returns the number of segments chained after q's array.
+func segments[T any](q *Queue[T]) int {
+	n := 0
+	for s := q.next; s != nil; s = s.next {
+		n++
+	}
+	return n
+}
+
 func TestSegmentsFIFOAcrossBoundaries(t *testing.T) {
 	withSegLen(t, 8)
 	q := New[int](2)
@@ -22,24 +31,30 @@ func TestSegmentsFIFOAcrossBoundaries(t *testing.T) {
 	}
 	require.Equal(t, 100, q.Len())
 	require.Equal(t, 100, q.Pushed())
-	require.Equal(t, 12, len(q.sealed), "2, 4, 8 by doubling, sealed at 8, then segments of 8: 96 sealed, 4 in the tail")
-	require.Equal(t, 8, cap(q.buf), "the tail never grows past a segment")
+	require.Equal(t, 8, cap(q.buf), "the array doubles from 2 to a segment's length, no further")
+	require.Equal(t, 12, segments(&q), "then 92 elements in segments of 8")
+	require.Equal(t, 8+12*8, q.Cap())
 	for i := 0; i < 100; i++ {
 		v, ok := pop(&q)
 		require.True(t, ok)
 		require.Equal(t, i, v)
 		require.Equal(t, 100-i-1, q.Len())
+		require.Equal(t, 100, q.Pushed())
 	}
 	_, ok := pop(&q)
 	require.False(t, ok)
 	require.Equal(t, 99, *q.LastPopped(), "the last element stays valid at the end")
+	require.Zero(t, segments(&q), "the reader made the last segment its array")
 	q.Reset(2)
 	require.Equal(t, 0, q.Len())
 	require.Equal(t, 0, q.Pushed())
-	require.Empty(t, q.sealed, "Reset drops the segments")
-	require.Equal(t, 8, q.Cap(), "the last segment stays as the array")
+	require.Equal(t, 8, q.Cap(), "one segment stays as the array")
 	require.Nil(t, q.PopRef())
 	require.Nil(t, q.LastPopped())
+	for i := 0; i < 8; i++ { // the kept segment is clean and reused without growth
+		require.Zero(t, *q.Next())
+	}
+	require.Equal(t, 8, q.Cap())
 }
 
 func TestSegmentsDroppedWhenReadPast(t *testing.T) {
@@ -49,21 +64,20 @@ func TestSegmentsDroppedWhenReadPast(t *testing.T) {
 	for i := range vals {
 		push(&q, &vals[i])
 	}
-	require.Len(t, q.sealed, 4)
-	for i := 0; i < 9; i++ { // into the third segment
+	require.Equal(t, 4, segments(&q))
+	for i := 0; i < 9; i++ { // into the third array
 		p := q.PopRef()
 		require.Same(t, &vals[i], *p)
 		require.Same(t, p, q.LastPopped())
 	}
-	require.Nil(t, q.sealed[0], "a segment read past is dropped")
-	require.Nil(t, q.sealed[1])
-	require.NotNil(t, q.sealed[2])
+	require.Equal(t, 2, segments(&q), "the arrays read past are dropped")
 	require.Equal(t, 11, q.Len())
+	require.Equal(t, 20, q.Pushed())
 }
 
 func TestSegmentsPushWhileDraining(t *testing.T) {
-	// A batch being drained gets local sends appended: the tail the reader
-	// is reading may be sealed under it.
+	// A batch being drained gets local sends appended, into the array
+	// being read or into segments chained after it.
 	withSegLen(t, 4)
 	q := New[int](1)
 	push(&q, 0)
@@ -80,6 +94,7 @@ func TestSegmentsPushWhileDraining(t *testing.T) {
 			next++
 		}
 		require.Equal(t, next-len(got), q.Len())
+		require.Equal(t, next, q.Pushed())
 	}
 	require.Len(t, got, 200)
 	for i, v := range got {
@@ -94,15 +109,15 @@ func TestSegmentsAdopt(t *testing.T) {
 		push(&q, i)
 	}
 	require.True(t, q.Full())
-	require.Equal(t, 4, q.GrowCap(), "a full segment asks for a new segment, not a double")
-	require.False(t, q.Adopt(NewArray[int](2)), "too small for a segment")
-	arr := NewArray[int](q.GrowCap())
-	require.True(t, q.Adopt(arr))
+	require.Equal(t, 4, q.GrowCap(), "a full segment-sized array asks for a segment, not a double")
+	require.False(t, q.Adopt(NewRoom[int](2)), "an array is no room for a segment")
+	r := NewRoom[int](q.GrowCap())
+	require.True(t, q.Adopt(r))
 	require.False(t, q.Full())
 	require.Equal(t, 8, q.Cap())
-	require.False(t, q.Adopt(NewArray[int](4)), "not full")
+	require.False(t, q.Adopt(NewRoom[int](4)), "not full")
 	push(&q, 4)
-	require.Same(t, &arr[:1][0], &q.buf[0], "the segment was adopted, not copied")
+	require.Same(t, &r.seg.elems[0], &q.last.elems[0], "the segment was chained, not copied")
 	for i := 0; i < 5; i++ {
 		v, ok := pop(&q)
 		require.True(t, ok)
@@ -110,7 +125,29 @@ func TestSegmentsAdopt(t *testing.T) {
 	}
 	require.True(t, q.Shrink(2, NewArray[int](2)))
 	require.Equal(t, 2, q.Cap())
-	require.Empty(t, q.sealed)
+	require.Zero(t, segments(&q))
+}
+
+func TestSegmentsEmptyAdoptedSegment(t *testing.T) {
+	// A pusher may adopt a segment and then not push (the mailbox closed):
+	// the empty last segment is no element, and is used by later pushes.
+	withSegLen(t, 2)
+	q := New[int](2)
+	push(&q, 0)
+	push(&q, 1)
+	require.True(t, q.Adopt(NewRoom[int](q.GrowCap())))
+	for i := 0; i < 2; i++ {
+		v, ok := pop(&q)
+		require.True(t, ok)
+		require.Equal(t, i, v)
+	}
+	require.Nil(t, q.PopRef())
+	require.Equal(t, 1, *q.LastPopped())
+	require.Equal(t, 0, q.Len())
+	push(&q, 2)
+	v, ok := pop(&q)
+	require.True(t, ok)
+	require.Equal(t, 2, v)
 }
 
 func TestSegmentsSwappedByValue(t *testing.T) {
@@ -131,22 +168,25 @@ func TestSegmentsSwappedByValue(t *testing.T) {
 	require.Equal(t, 0, a.Len())
 }
 
-// FuzzSegments drives a queue with a random sequence of pushes, pops,
-// resets, adopts and shrinks, against a slice as the model: FIFO order,
-// exactly-once delivery, the counts, and the last popped element.
+// FuzzSegments drives a queue with a random sequence of pushes (by Next,
+// or through Full, GrowCap and Adopt as the mailbox does), pops, resets
+// and shrinks, against a slice as the model: FIFO order, exactly-once
+// delivery, the counts, and the last popped element.
 func FuzzSegments(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 0, 0, 1, 1, 0, 0, 1, 1, 1, 1, 1, 2}, uint8(2))
 	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 4}, uint8(1))
+	f.Add([]byte{3, 3, 3, 3, 5, 3, 5, 1, 1, 1, 1, 1, 1, 0, 1, 1, 2, 4}, uint8(0x21))
 	f.Fuzz(func(t *testing.T, ops []byte, seg uint8) {
 		withSegLen(t, int(seg%8)+1)
 		q := New[int](int(seg>>4) % 4)
 		var model []int // pushed, not yet popped
 		pushed, next, last := 0, 0, -1
 		for _, op := range ops {
-			switch op % 5 {
-			case 0, 3: // push (3: through Full, GrowCap and Adopt, as the mailbox does)
-				if op%5 == 3 && q.Full() {
-					require.True(t, q.Adopt(NewArray[int](q.GrowCap())))
+			switch op % 6 {
+			case 0, 3: // push (3: making room first, as the mailbox does)
+				if op%6 == 3 && q.Full() {
+					require.True(t, q.Adopt(NewRoom[int](q.GrowCap())))
+					require.False(t, q.Full())
 				}
 				*q.Next() = next
 				model = append(model, next)
@@ -161,7 +201,7 @@ func FuzzSegments(f *testing.F) {
 				require.NotNil(t, p)
 				require.Equal(t, model[0], *p)
 				last, model = model[0], model[1:]
-			case 2: // reset (drained or not: the executor resets drained queues only)
+			case 2: // reset (the executor resets drained queues only)
 				if len(model) != 0 {
 					break
 				}
@@ -173,9 +213,14 @@ func FuzzSegments(f *testing.F) {
 					require.Equal(t, 1, q.Cap())
 					pushed, last = 0, -1
 				}
+			case 5: // room made, then no push (a closed mailbox)
+				if q.Full() {
+					require.True(t, q.Adopt(NewRoom[int](q.GrowCap())))
+				}
 			}
 			require.Equal(t, len(model), q.Len())
 			require.Equal(t, pushed, q.Pushed())
+			require.GreaterOrEqual(t, q.Cap(), q.Pushed()-q.behind)
 			if lp := q.LastPopped(); last < 0 {
 				require.Nil(t, lp)
 			} else {

@@ -12,11 +12,17 @@ import (
 // A goroutine that is not a worker can push into a mailbox for as long as
 // it keeps its processor: with one processor the worker does not even run
 // until the producer's time slice ends, and the mailbox's copy queue grows
-// by doubling to whatever the producer pushed meanwhile (hundreds of
-// thousands of envelopes), costing the copies of every growth,
-// garbage-collector work on arrays far larger than any cache, and memory the
-// queue keeps until it is reclaimed. A channel bounds the same flood by
-// blocking the producer when its buffer is full.
+// to whatever the producer pushed meanwhile (hundreds of thousands of
+// envelopes, in segments: see package copyq), costing an allocation per
+// segment, garbage-collector work on memory far larger than any cache, and
+// that memory until the drain gives it back. A channel bounds the same
+// flood by blocking the producer when its buffer is full.
+//
+// A behaviour that floods another actor is not bounded here (workers never
+// wait, below): on one worker its whole backlog is queued before the
+// receiver can run (Savina's counting from an actor queues a million
+// envelopes, 40 MB). The segments keep that growth free of copies and of
+// outgrown arrays.
 //
 // actord does not block a sender, but a sender outside the system whose
 // push made the mailbox's length a flood point yields its processor
@@ -34,7 +40,7 @@ import (
 // producer sending round-robin to many actors (one driver feeding a pool)
 // fills many mailboxes at once, and a bound of floodLimit envelopes each
 // let every one of their buffers grow to floodLimit (megabytes in all,
-// grown by doubling: garbage that slows every sender). So the executor
+// grown by doubling up to a segment: garbage that slows every sender). So the executor
 // counts its deep mailboxes (deepQueues): those that have reached
 // floodStep envelopes since their last gulp. A mailbox's first flood point
 // of a fill is floodLimit divided by that count, rounded up to a multiple

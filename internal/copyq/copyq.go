@@ -23,12 +23,15 @@
 // every element about once more, through the garbage collector's write
 // barriers, and left the arrays it outgrew as garbage, up to twice the
 // backlog's memory at the last growth. Pops read the array, then each
-// segment in turn, which becomes the array being read: the one read past
-// is dropped at once, so a long drain gives its memory back as it goes, and
-// the drained queue is left with one array, its last segment. A queue that
-// never reaches a segment's length runs the same instructions as a plain
-// array: a pop checks for a next segment only when the array is exhausted,
-// and a push takes its slow path only when the array is full.
+// segment in turn, which becomes the array being read. Reset leaves the
+// drained queue one array, its last segment, and puts the others, cleared,
+// in a pool of segments (a sync.Pool) that later growths take from: a
+// queue flooded again and again reuses its segments instead of making
+// garbage, and the memory of a flood that does not come back returns to
+// the system after two garbage collections. A queue that never reaches a
+// segment's length runs the same instructions as a plain array: a pop
+// looks for a next segment only when the array is exhausted, and a push
+// takes its slow path only when the array is full.
 //
 // # Reclamation
 //
@@ -53,7 +56,11 @@
 // that have gone idle.
 package copyq
 
-import "time"
+import (
+	"sync"
+	"time"
+	"unsafe"
+)
 
 const (
 	// ReclaimAfter is the number of consecutive drains that used less than
@@ -83,19 +90,24 @@ var epoch = time.Now()
 // points into the Queue itself, so a moved Queue stays valid.
 type Queue[T any] struct {
 	// buf is the array being read: the live elements are buf[head:], then
-	// those of the segments from next on. Pushes append to it while next
-	// is nil (always, unless the queue outgrew a segment); while next is
-	// not nil, buf is full (it was full when the first segment was chained,
-	// and a segment that is not the last is full).
+	// those of the pending segments, from next to tail. Pushes append to
+	// buf while none is pending (always, unless the queue outgrew a
+	// segment), else to tail; while one is, buf is full (it was full when
+	// the first segment was chained, and a segment that is not the last is
+	// full).
 	buf  []T
 	head int // index in buf of the next element to pop
-	// next is the first segment chained after buf, last the last one,
-	// which pushes append to; both nil when there is none.
-	next, last *segment[T]
+	// next is the first pending segment (not yet read), nil when none is.
+	next *segment[T]
+	// first and tail are the first and the last segment chained since the
+	// last Reset, linked by their next fields, read or not (Reset gives
+	// them to the segment pool); nil when none was. While segments are
+	// pending, tail is the last of them.
+	first, tail *segment[T]
 	// outside is the number of elements, pushed since the last Reset, that
-	// are not in buf: in the arrays the reader has left (behind, which
-	// counts them alone) and in the chained segments.
-	outside, behind int
+	// are not in buf: in the arrays the reader has left and in the pending
+	// segments.
+	outside int
 	// underHalf counts consecutive Resets whose drained length was below half
 	// the capacity, and underSince is the clock at the streak's
 	// ReclaimAfter-th (0 before it); both travel with the array when queues
@@ -106,8 +118,49 @@ type Queue[T any] struct {
 
 // segment is an array chained after a queue's array (see Segments).
 type segment[T any] struct {
-	elems []T
+	elems []T // its elements; once the reader makes it buf, buf's length is the true one
 	next  *segment[T]
+}
+
+// segments is the pool of free segments, one sync.Pool per element type
+// (keyed by a nil *T), so that a queue flooded again and again reuses the
+// segments of its last drain instead of allocating them, and an idle
+// process gives them back (a sync.Pool empties over two garbage
+// collections). A segment is clean (every element zero) in the pool.
+var segments sync.Map
+
+func segPool[T any]() *sync.Pool {
+	key := any((*T)(nil))
+	if p, ok := segments.Load(key); ok {
+		return p.(*sync.Pool)
+	}
+	p, _ := segments.LoadOrStore(key, new(sync.Pool))
+	return p.(*sync.Pool)
+}
+
+// newSegment returns an empty segment, from the pool if it has one.
+func newSegment[T any]() *segment[T] {
+	if s, ok := segPool[T]().Get().(*segment[T]); ok && cap(s.elems) == segLen {
+		return s
+	}
+	return &segment[T]{elems: make([]T, 0, segLen)}
+}
+
+// freeSegments clears the segments of a chain from s, but keep, and puts
+// them in the pool.
+func freeSegments[T any](s, keep *segment[T]) {
+	pool := segPool[T]()
+	for s != nil {
+		n := s.next
+		if s != keep {
+			// The whole array: a segment's elems may be shorter than what
+			// was pushed into it once the reader had made it buf.
+			clear(s.elems[:cap(s.elems)])
+			s.elems, s.next = s.elems[:0], nil
+			pool.Put(s)
+		}
+		s = n
+	}
 }
 
 // segLen is the segment length, in elements (see Segments). A variable so
@@ -123,13 +176,19 @@ func New[T any](capacity int) Queue[T] {
 }
 
 // Len returns the number of elements not yet popped.
-func (q *Queue[T]) Len() int { return q.Pushed() - q.behind - q.head }
+func (q *Queue[T]) Len() int {
+	n := len(q.buf) - q.head
+	for s := q.next; s != nil; s = s.next {
+		n += len(s.elems)
+	}
+	return n
+}
 
 // Pushed returns the number of elements pushed since the last Reset (popped or not).
 func (q *Queue[T]) Pushed() int { return q.outside + len(q.buf) }
 
 // Cap returns the number of elements the queue holds without growing: its
-// array's capacity plus the chained segments'.
+// array's capacity plus the pending segments'.
 func (q *Queue[T]) Cap() int {
 	c := cap(q.buf)
 	for s := q.next; s != nil; s = s.next {
@@ -143,14 +202,14 @@ func (q *Queue[T]) Full() bool {
 	if len(q.buf) != cap(q.buf) {
 		return false
 	}
-	return q.last == nil || len(q.last.elems) == cap(q.last.elems)
+	return q.next == nil || len(q.tail.elems) == cap(q.tail.elems)
 }
 
 // GrowCap returns the capacity of the room the next growth needs: double
-// the array's (at least 1), or a segment's length once the array has
-// reached it.
+// the array's (at least 1, at most a segment's length), or a segment's
+// length once the array has reached it.
 func (q *Queue[T]) GrowCap() int {
-	if q.last != nil || cap(q.buf) >= segLen {
+	if q.next != nil || cap(q.buf) >= segLen {
 		return segLen
 	}
 	return doubled(cap(q.buf))
@@ -170,10 +229,11 @@ type Room[T any] struct {
 	seg *segment[T] // at it: the segment to chain
 }
 
-// NewRoom returns room for a growth to the given capacity (GrowCap).
+// NewRoom returns room for a growth to the given capacity (GrowCap): a
+// segment (from the pool if it has one) at a segment's length, else an array.
 func NewRoom[T any](capacity int) Room[T] {
 	if capacity >= segLen {
-		return Room[T]{seg: &segment[T]{elems: make([]T, 0, capacity)}}
+		return Room[T]{seg: newSegment[T]()}
 	}
 	return Room[T]{arr: NewArray[T](capacity)}
 }
@@ -188,7 +248,7 @@ func (q *Queue[T]) Adopt(r Room[T]) bool {
 	if !q.Full() {
 		return false
 	}
-	if q.last != nil || cap(q.buf) >= segLen {
+	if q.next != nil || cap(q.buf) >= segLen {
 		if r.seg == nil {
 			return false
 		}
@@ -208,14 +268,18 @@ func (q *Queue[T]) Adopt(r Room[T]) bool {
 	return true
 }
 
-// chain appends s, an empty segment, after the last array.
+// chain appends s, an empty segment, to the pending ones (and to the
+// chain since the last Reset).
 func (q *Queue[T]) chain(s *segment[T]) {
-	if q.last == nil {
-		q.next = s
+	if q.tail == nil {
+		q.first = s
 	} else {
-		q.last.next = s
+		q.tail.next = s
 	}
-	q.last = s
+	q.tail = s
+	if q.next == nil {
+		q.next = s
+	}
 }
 
 // Shrink replaces the array of an empty queue (every element popped, or
@@ -225,9 +289,10 @@ func (q *Queue[T]) Shrink(floor int, arr []T) bool {
 	if q.Len() != 0 || q.Cap() <= floor || cap(arr) >= q.Cap() {
 		return false
 	}
+	q.resetSegments(nil)
 	clear(q.buf)
 	q.buf, q.head, q.underHalf, q.underSince = arr[:0], 0, 0, 0
-	q.next, q.last, q.outside, q.behind = nil, nil, 0, 0
+	q.outside = 0
 	return true
 }
 
@@ -237,52 +302,50 @@ func (q *Queue[T]) Shrink(floor int, arr []T) bool {
 // array or segment is zero). The pointer is valid until the next Next.
 func (q *Queue[T]) Next() *T {
 	if len(q.buf) == cap(q.buf) {
+		if t := q.tail; q.next != nil && len(t.elems) < cap(t.elems) {
+			t.elems = t.elems[:len(t.elems)+1] // the last pending segment has room
+			q.outside++
+			return &t.elems[len(t.elems)-1]
+		}
 		return q.nextSlow()
 	}
 	q.buf = q.buf[:len(q.buf)+1]
 	return &q.buf[len(q.buf)-1]
 }
 
-// nextSlow is Next when the array is full: it doubles the array below a
-// segment's length (keeping the elements and the head), else appends to
-// the last segment, chaining a new one when that is full too. Kept out of
-// line so that Next stays small where it is inlined.
+// nextSlow is Next when the array and the last pending segment, if any,
+// are full: below a segment's length it doubles the array (keeping the
+// elements and the head), else it chains a new segment and appends to it.
+// Kept out of line so that Next stays small where it is inlined.
 //
 //go:noinline
 func (q *Queue[T]) nextSlow() *T {
-	if q.last == nil && cap(q.buf) < segLen {
+	if q.next == nil && cap(q.buf) < segLen {
 		nb := make([]T, len(q.buf)+1, doubled(cap(q.buf)))
 		copy(nb, q.buf)
 		q.buf = nb
 		return &q.buf[len(q.buf)-1]
 	}
-	if q.last == nil || len(q.last.elems) == cap(q.last.elems) {
-		q.chain(&segment[T]{elems: make([]T, 0, segLen)})
-	}
-	t := q.last
-	t.elems = t.elems[:len(t.elems)+1]
+	q.chain(newSegment[T]())
+	t := q.tail
+	t.elems = t.elems[:1]
 	q.outside++
-	return &t.elems[len(t.elems)-1]
+	return &t.elems[0]
 }
 
 // PopRef removes the oldest element and returns a pointer to it, or nil when
-// the queue is empty. The element stays valid until Reset, or until a later
-// PopRef returns an element of a later segment (the array read past is
-// dropped then), whichever comes first; later pushes never move it. When
-// the array is exhausted and a segment follows, that segment becomes the
-// array (an empty last segment, adopted but not pushed to, is skipped).
+// the queue is empty. The element stays valid until Reset, whatever is
+// pushed meanwhile. When the array is exhausted and a segment is pending,
+// that segment becomes the array (an empty last segment, adopted but not
+// pushed to, is left pending).
 func (q *Queue[T]) PopRef() *T {
 	for q.head == len(q.buf) {
 		s := q.next
-		if s == nil || len(s.elems) == 0 && s.next == nil {
+		if s == nil || len(s.elems) == 0 {
 			return nil // the last popped element stays valid
 		}
-		q.behind += len(q.buf)
 		q.outside += len(q.buf) - len(s.elems)
 		q.buf, q.head, q.next = s.elems, 0, s.next
-		if q.next == nil {
-			q.last = nil // pushes append to buf again
-		}
 	}
 	q.head++
 	return &q.buf[q.head-1]
@@ -302,10 +365,18 @@ func (q *Queue[T]) LastPopped() *T {
 // (see the package documentation) with the given capacity floor.
 func (q *Queue[T]) Reset(floor int) {
 	used := q.Pushed()
-	if q.next != nil { // not drained (the executor drains before Reset): drop the segments
-		q.next, q.last = nil, nil
+	if q.first != nil {
+		// The reader stands in the last segment read (a drained queue's
+		// is the tail): its array stays as buf, the others go to the pool.
+		var keep *segment[T]
+		for s := q.first; s != nil && keep == nil; s = s.next {
+			if unsafe.SliceData(s.elems) == unsafe.SliceData(q.buf) {
+				keep = s
+			}
+		}
+		q.resetSegments(keep)
 	}
-	q.outside, q.behind = 0, 0
+	q.outside = 0
 	clear(q.buf)
 	q.buf = q.buf[:0]
 	q.head = 0
@@ -329,4 +400,13 @@ func (q *Queue[T]) Reset(floor int) {
 	q.underHalf, q.underSince = 0, 0
 	nc := max(c/2, floor)
 	q.buf = make([]T, 0, nc)
+}
+
+// resetSegments is Reset's and Shrink's part for a queue that chained
+// segments: they go to the pool, but keep, the one whose array the reader
+// made buf, which stays as the queue's array (Shrink passes nil: its array
+// is replaced).
+func (q *Queue[T]) resetSegments(keep *segment[T]) {
+	freeSegments(q.first, keep)
+	q.next, q.first, q.tail = nil, nil, nil
 }

@@ -14,8 +14,9 @@ func withSegLen(t testing.TB, n int) {
 	t.Cleanup(func() { segLen = old })
 }
 
-// segments returns the number of segments chained after q's array.
-func segments[T any](q *Queue[T]) int {
+// nsegments returns the number of pending segments (chained after the
+// array being read).
+func nsegments[T any](q *Queue[T]) int {
 	n := 0
 	for s := q.next; s != nil; s = s.next {
 		n++
@@ -32,7 +33,7 @@ func TestSegmentsFIFOAcrossBoundaries(t *testing.T) {
 	require.Equal(t, 100, q.Len())
 	require.Equal(t, 100, q.Pushed())
 	require.Equal(t, 8, cap(q.buf), "the array doubles from 2 to a segment's length, no further")
-	require.Equal(t, 12, segments(&q), "then 92 elements in segments of 8")
+	require.Equal(t, 12, nsegments(&q), "then 92 elements in segments of 8")
 	require.Equal(t, 8+12*8, q.Cap())
 	for i := 0; i < 100; i++ {
 		v, ok := pop(&q)
@@ -44,7 +45,7 @@ func TestSegmentsFIFOAcrossBoundaries(t *testing.T) {
 	_, ok := pop(&q)
 	require.False(t, ok)
 	require.Equal(t, 99, *q.LastPopped(), "the last element stays valid at the end")
-	require.Zero(t, segments(&q), "the reader made the last segment its array")
+	require.Zero(t, nsegments(&q), "the reader made the last segment its array")
 	q.Reset(2)
 	require.Equal(t, 0, q.Len())
 	require.Equal(t, 0, q.Pushed())
@@ -57,20 +58,20 @@ func TestSegmentsFIFOAcrossBoundaries(t *testing.T) {
 	require.Equal(t, 8, q.Cap())
 }
 
-func TestSegmentsDroppedWhenReadPast(t *testing.T) {
+func TestSegmentsReadInTurn(t *testing.T) {
 	withSegLen(t, 4)
 	q := New[*int](4)
 	vals := make([]int, 20)
 	for i := range vals {
 		push(&q, &vals[i])
 	}
-	require.Equal(t, 4, segments(&q))
+	require.Equal(t, 4, nsegments(&q))
 	for i := 0; i < 9; i++ { // into the third array
 		p := q.PopRef()
 		require.Same(t, &vals[i], *p)
 		require.Same(t, p, q.LastPopped())
 	}
-	require.Equal(t, 2, segments(&q), "the arrays read past are dropped")
+	require.Equal(t, 2, nsegments(&q), "the reader moved into the third array")
 	require.Equal(t, 11, q.Len())
 	require.Equal(t, 20, q.Pushed())
 }
@@ -117,7 +118,7 @@ func TestSegmentsAdopt(t *testing.T) {
 	require.Equal(t, 8, q.Cap())
 	require.False(t, q.Adopt(NewRoom[int](4)), "not full")
 	push(&q, 4)
-	require.Same(t, &r.seg.elems[0], &q.last.elems[0], "the segment was chained, not copied")
+	require.Same(t, &r.seg.elems[0], &q.tail.elems[0], "the segment was chained, not copied")
 	for i := 0; i < 5; i++ {
 		v, ok := pop(&q)
 		require.True(t, ok)
@@ -125,7 +126,7 @@ func TestSegmentsAdopt(t *testing.T) {
 	}
 	require.True(t, q.Shrink(2, NewArray[int](2)))
 	require.Equal(t, 2, q.Cap())
-	require.Zero(t, segments(&q))
+	require.Zero(t, nsegments(&q))
 }
 
 func TestSegmentsEmptyAdoptedSegment(t *testing.T) {
@@ -188,7 +189,9 @@ func FuzzSegments(f *testing.F) {
 					require.True(t, q.Adopt(NewRoom[int](q.GrowCap())))
 					require.False(t, q.Full())
 				}
-				*q.Next() = next
+				p := q.Next()
+				require.Zero(t, *p, "a new slot is zero, in a reused segment too")
+				*p = next
 				model = append(model, next)
 				next++
 				pushed++
@@ -220,7 +223,7 @@ func FuzzSegments(f *testing.F) {
 			}
 			require.Equal(t, len(model), q.Len())
 			require.Equal(t, pushed, q.Pushed())
-			require.GreaterOrEqual(t, q.Cap(), q.Pushed()-q.behind)
+			require.GreaterOrEqual(t, q.Cap(), q.Len())
 			if lp := q.LastPopped(); last < 0 {
 				require.Nil(t, lp)
 			} else {

@@ -289,9 +289,9 @@ func (q *Queue[T]) Shrink(floor int, arr []T) bool {
 	if q.Len() != 0 || q.Cap() <= floor || cap(arr) >= q.Cap() {
 		return false
 	}
-	q.resetSegments(nil)
 	clear(q.buf)
 	q.buf, q.head, q.underHalf, q.underSince = arr[:0], 0, 0, 0
+	q.resetSegments(nil) // after buf, which may be a segment's array, is replaced
 	q.outside = 0
 	return true
 }

@@ -365,18 +365,9 @@ func (q *Queue[T]) LastPopped() *T {
 // (see the package documentation) with the given capacity floor.
 func (q *Queue[T]) Reset(floor int) {
 	used := q.Pushed()
-	if q.first != nil {
-		// The reader stands in the last segment read (a drained queue's
-		// is the tail): its array stays as buf, the others go to the pool.
-		var keep *segment[T]
-		for s := q.first; s != nil && keep == nil; s = s.next {
-			if unsafe.SliceData(s.elems) == unsafe.SliceData(q.buf) {
-				keep = s
-			}
-		}
-		q.resetSegments(keep)
+	if q.first != nil { // segments were chained (outside is 0 otherwise)
+		q.resetChain()
 	}
-	q.outside = 0
 	clear(q.buf)
 	q.buf = q.buf[:0]
 	q.head = 0
@@ -400,6 +391,22 @@ func (q *Queue[T]) Reset(floor int) {
 	q.underHalf, q.underSince = 0, 0
 	nc := max(c/2, floor)
 	q.buf = make([]T, 0, nc)
+}
+
+// resetChain is Reset's part for a queue that chained segments since the
+// last Reset. The reader stands in the last segment it read (a drained
+// queue's is the tail): its array stays as buf, the others go to the pool.
+//
+//go:noinline
+func (q *Queue[T]) resetChain() {
+	var keep *segment[T]
+	for s := q.first; s != nil && keep == nil; s = s.next {
+		if unsafe.SliceData(s.elems) == unsafe.SliceData(q.buf) {
+			keep = s
+		}
+	}
+	q.resetSegments(keep)
+	q.outside = 0
 }
 
 // resetSegments is Reset's and Shrink's part for a queue that chained

@@ -127,6 +127,12 @@ type segment[T any] struct {
 // segments of its last drain instead of allocating them, and an idle
 // process gives them back (a sync.Pool empties over two garbage
 // collections). A segment is clean (every element zero) in the pool.
+// Puts come from Reset and Shrink (a worker after its drain, or the idle
+// watcher); Gets from growths (a pusher outside the mailbox lock, or a
+// worker appending to its batch). The pool's Put and Get order the clearing
+// before the segment's next use, on whatever goroutine takes it; the map
+// is written once per element type (LoadOrStore) and read at every Get and
+// Put.
 var segments sync.Map
 
 func segPool[T any]() *sync.Pool {

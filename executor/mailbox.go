@@ -178,8 +178,9 @@ func (m *mailbox) unlock(w uint64) { storerel.Uint64(&m.word, w) }
 // again at every push of a flooded mailbox it owns but another worker
 // processes. The holder's critical section is a few dozen instructions,
 // except a push that grows the buffer, which copies the queue into the
-// larger array under the lock, at most copyq.SegmentLen/2 envelopes (larger
-// queues grow by segments, without a copy; gulpers wait for it the same way).
+// larger array under the lock, fewer than copyq.SegmentLen envelopes
+// (larger queues grow by segments, without a copy; gulpers wait for it the
+// same way).
 func (m *mailbox) settled() uint64 {
 	var b spin.Backoff
 	for {

@@ -297,8 +297,10 @@ func (q *Queue[T]) Shrink(floor int, arr []T) bool {
 	}
 	clear(q.buf)
 	q.buf, q.head, q.underHalf, q.underSince = arr[:0], 0, 0, 0
-	q.resetSegments(nil) // after buf, which may be a segment's array, is replaced
-	q.outside = 0
+	// Segments are dropped, not pooled: a mailbox shrinks under its lock,
+	// where a Put, which may allocate, has no place. (An empty queue has
+	// chained segments only when room was adopted and not pushed to.)
+	q.next, q.first, q.tail, q.outside = nil, nil, nil, 0
 	return true
 }
 
@@ -415,10 +417,9 @@ func (q *Queue[T]) resetChain() {
 	q.outside = 0
 }
 
-// resetSegments is Reset's and Shrink's part for a queue that chained
-// segments: they go to the pool, but keep, the one whose array the reader
-// made buf, which stays as the queue's array (Shrink passes nil: its array
-// is replaced).
+// resetSegments gives the segments chained since the last Reset to the
+// pool, but keep, the one whose array the reader made buf, which stays as
+// the queue's array.
 func (q *Queue[T]) resetSegments(keep *segment[T]) {
 	freeSegments(q.first, keep)
 	q.next, q.first, q.tail = nil, nil, nil

@@ -247,11 +247,22 @@ func Ask[TR, R any, Req RequestPtr[TR, R]](ctx context.Context, to Port[Req], re
 	t := &askTarget[R]{e: e, ch: make(chan askResult[R], 1)}
 	req.asked().t = t
 	e.askStarted()
+	var lent *worker
+	var lentMb *mailbox
+	if helpCallers {
+		lent, lentMb = lendFor(to.cell) // H1 (see help.go)
+	}
 	if err := to.Send(req); err != nil {
+		if lent != nil {
+			lent.giveBack()
+		}
 		if t.done.CompareAndSwap(false, true) {
 			e.askDone()
 		}
 		return zero, err
+	}
+	if lent != nil {
+		lent.serveLent(lentMb) // H3, H4: serve the request's mailbox as its parked owner
 	}
 	// Spin briefly before blocking: a reply that comes within a few
 	// microseconds then finds this goroutine running, and costs no thread

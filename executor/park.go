@@ -293,13 +293,19 @@ func (w *worker) park() {
 	e.sleepers.Add(1)                                               // S1
 	w.state.Store(workerParked)                                     // S2
 	if e.shutdown.Load() || w.hasWork() || e.deferred.Load() != 0 { // S3
-		if w.state.CompareAndSwap(workerParked, workerRunning) {
-			e.leftPark(e.sleepers.Add(-1))
-		} else {
+		for {
+			if w.state.CompareAndSwap(workerParked, workerRunning) {
+				e.leftPark(e.sleepers.Add(-1))
+				return
+			}
+			if w.state.Load() == workerLent {
+				w.waitLent() // a helping caller holds us (see help.go): wait for it
+				continue
+			}
 			w.state.Store(workerRunning) // a waker beat us to it (and decremented)
 			e.waking.Add(-1)             // its wake-up has arrived
+			return
 		}
-		return
 	}
 	w.st.Parks++
 	w.seq += 2 // a sleep ends the visit a watcher or thief may be timing (victimStuck)
@@ -316,14 +322,15 @@ func (w *worker) park() {
 				testHookFutexPhase(e, 1)
 			}
 			w.ev.WaitFutex(&w.state, workerParked, w.futexPhase)
-			inFutex, caught = true, w.state.Load() != workerParked
+			s := w.state.Load()
+			inFutex, caught = true, s != workerParked && s != workerLent
 			if testHookFutexPhase != nil {
 				testHookFutexPhase(e, -1)
 			}
 		}
 		e.futexSlots.Add(1)
 	}
-	if w.state.Load() == workerParked {
+	if s := w.state.Load(); s == workerParked || s == workerLent {
 		// S4 on the channel, without the thread at a low rate (see
 		// "Giving the thread back" below).
 		unlocked = w.givesThread()
@@ -332,9 +339,18 @@ func (w *worker) park() {
 			w.st.ThreadReleases++
 			w.threadless.Store(true)
 		}
-		for w.state.Load() == workerParked {
-			w.ev.WaitChan(&w.state, workerParked, 0) // S4
+		w.lendGen.Add(1) // odd: lendable from here (see help.go)
+		for {
+			s := w.state.Load()
+			if s == workerParked {
+				w.ev.WaitChan(&w.state, workerParked, 0) // S4
+			} else if s == workerLent {
+				w.waitLent() // lent to a helping caller (see help.go)
+			} else {
+				break
+			}
 		}
+		w.lendGen.Add(1) // even: no longer lendable
 		if unlocked {
 			w.threadless.Store(false)
 			runtime.LockOSThread() // whichever thread runs us now

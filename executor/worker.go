@@ -21,6 +21,10 @@ const (
 	workerParked                // asleep, or about to sleep, on its event
 	workerWoken                 // moved out of parked by another goroutine (any caller of wake or wakeOnly)
 	workerExited                // the worker goroutine has returned
+	// workerLent: parked, and lent to a goroutine outside the system that
+	// serves one of its mailboxes as this worker (see help.go). Only that
+	// goroutine moves it out of this state, back to parked.
+	workerLent
 )
 
 // worker is one executor thread: a goroutine locked to an OS thread that
@@ -167,6 +171,15 @@ type worker struct {
 	// back its grown spare buffer, and swapped back by the worker when it
 	// wakes (see reclaimIdle, reclaimOwn).
 	reclaimReq atomic.Bool
+	// lentWait is set by the worker while, in park, it waits for a caller
+	// that borrowed it to give it back (waitLent); loaded by that caller
+	// after it has, to signal the event (see help.go).
+	lentWait atomic.Bool
+	// lendGen is odd while the worker sleeps on the channel in park, past
+	// every write it makes to its private fields before waking: the only
+	// window in which a caller may borrow it (see help.go). Written by the
+	// worker, read by lenders.
+	lendGen atomic.Uint64
 	// ev is the worker's sleep: park waits on it with state as the word
 	// (S4); wakers signal it after their CAS parked -> woken (wakeOnly).
 	ev event.Event

@@ -249,8 +249,10 @@ func Ask[TR, R any, Req RequestPtr[TR, R]](ctx context.Context, to Port[Req], re
 	e.askStarted()
 	var lent *worker
 	var lentMb *mailbox
-	if helpCallers {
-		lent, lentMb = lendFor(to.cell) // H1 (see help.go)
+	if helpCallers && ctx.Done() == nil {
+		// H1 (see help.go). Only for a context that cannot end: a
+		// caller serving a behaviour cannot give up until it returns.
+		lent, lentMb = lendFor(to.cell)
 	}
 	if err := to.Send(req); err != nil {
 		if lent != nil {

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"runtime"
 	"sync/atomic"
 
 	"github.com/actord/actord/internal/goid"
@@ -55,8 +56,9 @@ import (
 // push order, whoever gulps.
 //
 // Not handled in the prototype: a behaviour that calls runtime.Goexit ends
-// the asking goroutine (the owner is given back by the deferred give-back);
-// where goroutine identity is not supported, callers do not help.
+// the asking goroutine (a new goroutine finishes the visit as the lent
+// worker, see lentRun); where goroutine identity is not supported, callers
+// do not help.
 
 // helpCallers switches callers that help on (Ask only).
 var helpCallers = false
@@ -119,23 +121,48 @@ func (w *worker) unlend() {
 }
 
 // serveLent serves mb as w, lent to the caller (H3), and gives w back
-// (H4), even if a behaviour's runtime.Goexit unwinds the caller.
+// (H4).
 func (w *worker) serveLent(mb *mailbox) {
-	defer w.giveBack()
+	w.lentRun(func() {
+		n, missed := mb.gulp(&w.buf)
+		if missed {
+			w.missedGulp()
+			return
+		}
+		if n > 0 {
+			w.processGulped(mb, n)
+			w.st.callerVisits++
+		}
+	})
+}
+
+// lentRun runs body on the calling goroutine as w, then gives w back. If
+// a behaviour's runtime.Goexit unwinds the caller (which then ends, as a
+// worker's goroutine would), the visit it interrupted still holds its
+// mailbox (wordProcessing) and the rest of its batch: a new goroutine,
+// still as w, finishes it as a worker's resume does, and gives w back.
+func (w *worker) lentRun(body func()) {
+	done := false
+	defer func() {
+		if done {
+			w.giveBack()
+		} else {
+			go w.lentRun(w.resumeLentVisit)
+		}
+	}()
 	g := goid.Get()
-	if g == 0 {
-		return
-	}
 	ent := &gentry{g: g, w: w}
 	slot := -1
-	for i := range lentTab {
-		if lentTab[i].Load() == nil && lentTab[i].CompareAndSwap(nil, ent) {
-			slot = i
-			break
+	for slot < 0 {
+		for i := range lentTab {
+			if lentTab[i].Load() == nil && lentTab[i].CompareAndSwap(nil, ent) {
+				slot = i
+				break
+			}
 		}
-	}
-	if slot < 0 {
-		return // too many helpers at once: the owner is woken by giveBack if need be
+		if slot < 0 {
+			runtime.Gosched() // more helpers than slots at once: rare
+		}
 	}
 	own := w.g.Load()
 	w.g.Store(g) // the batch's identity: local sends append to it
@@ -145,14 +172,18 @@ func (w *worker) serveLent(mb *mailbox) {
 		lentTab[slot].Store(nil)
 		w.g.Store(own)
 	}()
-	n, missed := mb.gulp(&w.buf)
-	if missed {
-		w.missedGulp()
-		return
-	}
-	if n > 0 {
-		w.processGulped(mb, n)
-		w.st.callerVisits++
+	body()
+	done = true
+}
+
+// resumeLentVisit finishes the visit a runtime.Goexit interrupted on a
+// lent worker (see lentRun), as resume does on a worker's goroutine.
+func (w *worker) resumeLentVisit() {
+	w.takeRun()
+	w.termPanics = nil
+	w.leaveExt()
+	if w.cur != nil {
+		w.processCurrent()
 	}
 }
 

@@ -229,6 +229,26 @@ const askSpins = 2000
 // by ctx, or by the end of the actor that keeps it (ErrTerminated, after
 // its Stopped hook), a restart of that actor (ErrTerminated), or a Stop
 // (ErrStopped): see held.go. No goroutine is created per request.
+//
+// Callers that help: if the worker that serves the actor's mailbox is
+// parked when Ask sends, the calling goroutine delivers the request
+// itself, as that worker (see help.go), instead of waking it: the
+// behaviour runs on the caller's goroutine, in a behaviour in every
+// respect (InBehaviour, ErrAskInBehaviour, panics and supervision,
+// statistics), with the messages queued before the request delivered
+// first, in order. The caller stops once the request is complete (or
+// ctx ends, or after a bounded number of deliveries) and leaves the rest
+// to the worker, which also runs, instead of the caller, every
+// termination and its hooks and every extended actor's code. Differences
+// for the caller: ctx is noticed between behaviours, so a behaviour the
+// caller runs delays Ask's return by its own length even if ctx ends
+// meanwhile; a runtime.Goexit in that behaviour ends the calling goroutine
+// (the actor's supervision proceeds as on a worker); the goroutine is not
+// locked to an OS thread, so a behaviour that needs its worker's thread
+// (runtime.LockOSThread, thread-local state) must not rely on it; and a
+// behaviour that blocks until the asker has gone on deadlocks it (a
+// behaviour must not block anyway: it holds a worker). Config.NoCallerHelp
+// turns helping off.
 func Ask[TR, R any, Req RequestPtr[TR, R]](ctx context.Context, to Port[Req], req Req) (R, error) {
 	var zero R
 	if req == nil {
@@ -249,10 +269,8 @@ func Ask[TR, R any, Req RequestPtr[TR, R]](ctx context.Context, to Port[Req], re
 	e.askStarted()
 	var lent *worker
 	var lentMb *mailbox
-	if helpCallers && ctx.Done() == nil {
-		// H1 (see help.go). Only for a context that cannot end: a
-		// caller serving a behaviour cannot give up until it returns.
-		lent, lentMb = lendFor(to.cell)
+	if e.helps() {
+		lent, lentMb = lendFor(to.cell) // H1 (see help.go)
 	}
 	if err := to.Send(req); err != nil {
 		if lent != nil {
@@ -264,7 +282,9 @@ func Ask[TR, R any, Req RequestPtr[TR, R]](ctx context.Context, to Port[Req], re
 		return zero, err
 	}
 	if lent != nil {
-		lent.serveLent(lentMb) // H3, H4: serve the request's mailbox as its parked owner
+		// H3, H4: serve the request's mailbox as its parked owner, until
+		// the request is complete or ctx ends.
+		lent.serveLent(lentMb, &helpStop{done: &t.done, ctx: ctx.Done(), left: helpBudget})
 	}
 	// Spin briefly before blocking: a reply that comes within a few
 	// microseconds then finds this goroutine running, and costs no thread

@@ -52,18 +52,11 @@ func (s *helpServer) onReq(r *greq) Allocation {
 	return Nodelete
 }
 
-func withHelp(on bool) func() {
-	old := helpCallers
-	helpCallers = on
-	return func() { helpCallers = old }
-}
-
 // Callers that help: asks from several goroutines, interleaved with plain
 // sends, to an actor on one or two workers. Every reply comes, each
 // sender's messages arrive in order, behaviours run by a helping caller
 // are in a behaviour, and every message is counted once.
 func TestCallersThatHelp(t *testing.T) {
-	defer withHelp(true)()
 	for _, workers := range []int{1, 2} {
 		t.Run(fmt.Sprintf("workers=%d", workers), func(t *testing.T) {
 			e, err := Start(Config{Workers: workers})
@@ -126,8 +119,7 @@ func TestCallersThatHelp(t *testing.T) {
 func BenchmarkAskHelp(b *testing.B) {
 	for _, on := range []bool{false, true} {
 		b.Run(fmt.Sprintf("help=%v", on), func(b *testing.B) {
-			defer withHelp(on)()
-			e, err := Start(Config{Workers: 1})
+			e, err := Start(Config{Workers: 1, NoCallerHelp: !on})
 			require.NoError(b, err)
 			s := &fwdServer{}
 			require.NoError(b, Spawn(e, &s.cell, s))

@@ -685,8 +685,8 @@ func (e *Executor) reclaimIdle() {
 // reclaimOwn shrinks the worker's spare buffer if the watcher asked for it
 // (see reclaimIdle). Called by the worker when it leaves park.
 func (w *worker) reclaimOwn() {
-	if !w.reclaimReq.Swap(false) {
-		return
+	if w.cur != nil || !w.reclaimReq.Swap(false) {
+		return // a visit left by a helping caller holds the buffer: next park
 	}
 	if floor := w.e.cfg.QueueCapacity; w.buf.Cap() > floor {
 		w.buf.Shrink(floor, copyq.NewArray[envelope](floor))

@@ -180,6 +180,13 @@ type worker struct {
 	// window in which a caller may borrow it (see help.go). Written by the
 	// worker, read by lenders.
 	lendGen atomic.Uint64
+	// lentTail says that a helping caller stopped after a behaviour whose
+	// statuses (lentStatus, the actor's; msgStatus, the message's) are
+	// still to be applied, by the owner (see finishLent). Written by the
+	// helper while it holds the worker, read and cleared by the owner
+	// after the give-back.
+	lentTail   bool
+	lentStatus Allocation
 	// ev is the worker's sleep: park waits on it with state as the word
 	// (S4); wakers signal it after their CAS parked -> woken (wakeOnly).
 	ev event.Event
@@ -386,6 +393,9 @@ func (w *worker) loop() {
 		if spun {
 			w.park()
 			idle, visits = 0, 0
+			if w.cur != nil {
+				w.finishLent() // a visit a helping caller left to us (see help.go)
+			}
 		}
 	}
 }

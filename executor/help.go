@@ -93,10 +93,10 @@ import (
 const helpBudget = 64
 
 // helpForced, set by the environment variable ACTORD_HELP=force (read when
-// the package is initialized), makes every Ask help whenever it can, even
-// where Config.NoCallerHelp is set, and wait up to helpForcedWait for the
-// owner of its actor's mailbox to become lendable: a test aid, to run the
-// test suites with behaviours served by callers as often as possible.
+// the package is initialized), makes every Ask that may help (where
+// Config.NoCallerHelp is not set) wait up to helpForcedWait for the owner
+// of its actor's mailbox to become lendable: a test aid, to run the test
+// suites with behaviours served by callers as often as possible.
 var helpForced = os.Getenv("ACTORD_HELP") == "force"
 
 const helpForcedWait = 200 * time.Microsecond
@@ -124,7 +124,7 @@ func lentWorker(g uintptr) *worker {
 
 // helps reports whether an Ask on e may help.
 func (e *Executor) helps() bool {
-	return helpForced || !e.cfg.NoCallerHelp
+	return !e.cfg.NoCallerHelp
 }
 
 // lendFor lends the owner of c's mailbox to the caller if it is parked

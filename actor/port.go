@@ -128,8 +128,9 @@ type Reply[R any] = executor.Reply[R]
 // that has it, so do not reuse that one.
 //
 // Callers that help: if the worker that serves the actor is parked when
-// Ask sends, the calling goroutine delivers the request itself instead of
-// waking the worker (a thread wake-up saved per request): the behaviour
+// Ask sends (or parks while Ask waits, the request still queued), the
+// calling goroutine delivers the request itself instead of waking the
+// worker (a thread wake-up saved per request): the behaviour
 // runs on the caller's goroutine, as on a worker in every respect a
 // behaviour can observe (InBehaviour, ErrAskInBehaviour, panics and
 // supervision, statistics, per-sender order), with the messages queued

@@ -231,8 +231,8 @@ const askSpins = 2000
 // (ErrStopped): see held.go. No goroutine is created per request.
 //
 // Callers that help: if the worker that serves the actor's mailbox is
-// parked when Ask sends, the calling goroutine delivers the request
-// itself, as that worker (see help.go), instead of waking it: the
+// parked when Ask sends, or parks while Ask waits with the request still
+// queued, the calling goroutine delivers the request itself, as that worker (see help.go), instead of waking it: the
 // behaviour runs on the caller's goroutine, in a behaviour in every
 // respect (InBehaviour, ErrAskInBehaviour, panics and supervision,
 // statistics), with the messages queued before the request delivered
@@ -269,7 +269,8 @@ func Ask[TR, R any, Req RequestPtr[TR, R]](ctx context.Context, to Port[Req], re
 	e.askStarted()
 	var lent *worker
 	var lentMb *mailbox
-	if e.helps() {
+	helps := e.helps()
+	if helps {
 		lent, lentMb = lendFor(to.cell) // H1 (see help.go)
 	}
 	if err := to.Send(req); err != nil {
@@ -290,11 +291,24 @@ func Ask[TR, R any, Req RequestPtr[TR, R]](ctx context.Context, to Port[Req], re
 	// microseconds then finds this goroutine running, and costs no thread
 	// wake-up on either side (the worker that replied is still spinning
 	// when the next request comes).
+	//
+	// A caller that could not help when it sent (the owner was awake, or
+	// lent to another caller) looks again now and then while it spins:
+	// the owner may have gone back to sleep with the request still queued
+	// (a helping caller that stopped at its own reply gives it back with
+	// the rest of its mailbox), and serving it here saves the owner's
+	// wake-up (see "late help" in help.go).
 	for i := 0; i < askSpins; i++ {
 		select {
 		case r := <-t.ch:
 			return r.v, r.err
 		default:
+		}
+		if helps && lent == nil && i%lateHelpEvery == lateHelpEvery-1 {
+			if o, mb := lendLate(to.cell); o != nil {
+				lent = o
+				o.serveLent(mb, &helpStop{done: &t.done, ctx: ctx.Done(), left: helpBudget})
+			}
 		}
 	}
 	select {

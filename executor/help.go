@@ -19,10 +19,11 @@ import (
 // back to the owner as soon as it would have to wait for anything but its
 // own reply.
 //
-//	H1  lend: CAS owner.state parked -> lent (before the request's send;
-//	    a sender's P4 then finds the owner not parked and wakes nobody),
-//	    only while the owner sleeps on the channel past its last private
-//	    write (lendGen odd, the same value before and after the CAS: a CAS
+//	H1  lend: CAS owner.state parked -> lent (before the request's send,
+//	    or while the caller waits for its reply: late help, below; a
+//	    sender's P4 then finds the owner not parked and wakes nobody),
+//	    only while the owner sleeps (its futex phase or the channel) past
+//	    its last private write (lendGen odd, the same value before and after the CAS: a CAS
 //	    that took a later park's parked state, in its S3 or before its
 //	    sleep, is undone untouched)
 //	H2  the send (P1 for the request)
@@ -56,7 +57,9 @@ import (
 // checks this.
 //
 // Why the behaviour sees a worker: while lent, the owner is in park (its
-// goroutine asleep, or waiting for the lend to end: waitLent), and the
+// goroutine asleep, in the futex until the phase's timeout, a lend
+// changing the word without a FUTEX_WAKE, or on the channel, or waiting
+// for the lend to end: waitLent), and the
 // lending CAS orders everything it wrote before parking before the
 // helper's reads; the give-back store and the wake-up's CAS order the
 // helper's writes before the owner's. So the helper may use every private
@@ -151,11 +154,39 @@ func lendFor(c *Cell) (*worker, *mailbox) {
 	return nil, nil
 }
 
+// Late help. A caller that could not lend the owner before its send (it
+// was awake, or lent to another caller) may find it asleep again while it
+// waits for its reply, its request still queued: a helping caller that
+// stopped at its own reply gives the owner back with the requests queued
+// behind its own, which would otherwise cost the owner's wake-up. H1 then
+// comes after H2 (the send): nothing in the protocol depends on their
+// order, since the lend takes a parked owner whatever its mailboxes hold,
+// and the give-back's re-check looks at them all (a sender that found the
+// owner parked and woke it first has moved it out of parked, and the lend
+// fails).
+
+// lateHelpEvery is how many of Ask's polls for its reply pass between two
+// looks for a late lend.
+const lateHelpEvery = 32
+
+// lendLate lends the owner of c's mailbox to a caller whose request is
+// queued there, if it sleeps (late help, above), without the forced wait.
+func lendLate(c *Cell) (*worker, *mailbox) {
+	if !goid.Supported || c.state.Load()&(cellKindMask|cellPlain) != cellAlive|cellPlain {
+		return nil, nil
+	}
+	mb := c.mb.Load()
+	if mb == nil {
+		return nil, nil
+	}
+	return lendOwner(mb), mb
+}
+
 // lendOwner is H1 for mb's owner: it returns the owner, lent, or nil.
 func lendOwner(mb *mailbox) *worker {
 	o := mb.exec.workers[mb.owner.Load()]
-	// lendGen pairs with park's increments around the channel sleep: odd,
-	// the owner is in it, past its last private write before sleeping.
+	// lendGen pairs with park's increments around the sleep: odd, the
+	// owner is in it, past its last private write before sleeping.
 	gen := o.lendGen.Load()
 	if gen&1 == 0 || o.state.Load() != workerParked || !o.state.CompareAndSwap(workerParked, workerLent) {
 		return nil
@@ -222,6 +253,9 @@ func (w *worker) serveLent(mb *mailbox, h *helpStop) {
 // before the visit's end.
 func (w *worker) helpVisit(mb *mailbox, h *helpStop) {
 	e := w.e
+	if h.done.Load() {
+		return // a late lend after the reply came (see late help): nothing to take
+	}
 	n, missed := mb.gulp(&w.buf)
 	if missed {
 		w.missedGulp()

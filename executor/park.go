@@ -313,7 +313,7 @@ func (w *worker) park() {
 	w.batchSeq.Store(w.stored)
 	w.publish(e.statsEpoch.Load()) // with this park counted
 	start := time.Now()
-	inFutex, caught, unlocked := false, false, false
+	inFutex, caught, unlocked, lendable := false, false, false, false
 	if w.futexPhase > 0 && w.futexWanted() && e.futexSlots.Load() > 0 {
 		// S4, phase one, if a slot is free: a wake-up within it is one
 		// FUTEX_WAKE (see initPark for who may have this phase).
@@ -321,6 +321,11 @@ func (w *worker) park() {
 			if testHookFutexPhase != nil {
 				testHookFutexPhase(e, 1)
 			}
+			// lendGen pairs with lendOwner's loads (help.go): odd, the
+			// worker is past its last write to its own fields before
+			// waking, and may be lent.
+			w.lendGen.Add(1)
+			lendable = true
 			w.ev.WaitFutex(&w.state, workerParked, w.futexPhase)
 			s := w.state.Load()
 			inFutex, caught = true, s != workerParked && s != workerLent
@@ -332,14 +337,17 @@ func (w *worker) park() {
 	}
 	if s := w.state.Load(); s == workerParked || s == workerLent {
 		// S4 on the channel, without the thread at a low rate (see
-		// "Giving the thread back" below).
+		// "Giving the thread back" below). givesThread reads only what
+		// no helping caller writes (the sleep averages, the pinning).
 		unlocked = w.givesThread()
 		if unlocked {
 			runtime.UnlockOSThread()
-			w.st.ThreadReleases++
 			w.threadless.Store(true)
 		}
-		w.lendGen.Add(1) // odd: lendable from here (see help.go)
+		if !lendable {
+			w.lendGen.Add(1) // odd: lendable from here (see help.go)
+			lendable = true
+		}
 		for {
 			s := w.state.Load()
 			if s == workerParked {
@@ -350,11 +358,14 @@ func (w *worker) park() {
 				break
 			}
 		}
+	}
+	if lendable {
 		w.lendGen.Add(1) // even: no longer lendable
-		if unlocked {
-			w.threadless.Store(false)
-			runtime.LockOSThread() // whichever thread runs us now
-		}
+	}
+	if unlocked {
+		w.st.ThreadReleases++ // counted after the sleep: a lend may publish w.st meanwhile
+		w.threadless.Store(false)
+		runtime.LockOSThread() // whichever thread runs us now
 	}
 	if w.watchWoken.Swap(false) {
 		w.st.WakeupsByTimeout++

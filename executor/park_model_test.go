@@ -94,11 +94,11 @@ package executor
 //	  D1 add    deferWake: e.deferred.Add(1)
 //	  D2        deferWake: e.sleepers.Load() == workers: wake (P4 CAS on); else return
 //	helping caller: an Ask from outside the system that borrows the owner
-//	of its mailbox while it sleeps on the channel (help.go), serves the
+//	of its mailbox while it sleeps (help.go), serves the
 //	mailbox itself and gives the owner back; or, if the lend fails, a
 //	plain sender:
-//	  L         lendOwner: o.lendGen odd (the owner in its channel loop,
-//	            pc S4 or waitLent) and o.state.CompareAndSwap(workerParked,
+//	  L         lendOwner: o.lendGen odd (the owner asleep: pc F1-F4, S4
+//	            or waitLent) and o.state.CompareAndSwap(workerParked,
 //	            workerLent); on failure, P1-P4 as a plain sender
 //	  P1        the request's push, as a sender's (its unlock a step of its own)
 //	  G         serve: gulp, process, release mailbox mb (one step, like R
@@ -453,6 +453,7 @@ const (
 	hoRelease                // a releaser: another worker ends its visit of the mailbox, which envelopes reached meanwhile (processCurrent)
 	hoHelp                   // a helping caller (help.go) that serves its visit to the end
 	hoHelpLeave              // a helping caller that stops short and leaves the rest of the visit to the owner
+	hoHelpLate               // a caller that sends as a plain sender, then lends the owner while it waits (late help), and serves
 )
 
 // parkScenario is a set of sleepers and senders run concurrently.
@@ -505,6 +506,7 @@ type pmState struct {
 	lentWait [pmWorkers]bool   // worker w's lentWait
 	left     [pmWorkers]bool   // a helping caller left a visit to worker w (w.cur set)
 	lent     [pmThreads]bool   // helping caller t's lend succeeded
+	late     [pmThreads]bool   // late helping caller t has tried its lend
 }
 
 // parkModel runs one scenario under one variant of the protocol.
@@ -598,7 +600,14 @@ func (m *parkModel) step(s *pmState, t int) string {
 	if t < m.sc.sleepers {
 		return m.sleeperStep(s, t)
 	}
-	return m.senderStep(s, t)
+	what := m.senderStep(s, t)
+	if s.pc[t] == pcDone && m.sc.mode(t-m.sc.sleepers) == hoHelpLate && !s.late[t] {
+		// The send is over; while it waits for its reply, the caller
+		// tries a lend (late help).
+		s.late[t] = true
+		s.pc[t] = pcL
+	}
+	return what
 }
 
 // sleeperStep performs the next step of worker w's park (worker.park).
@@ -965,16 +974,23 @@ func (m *parkModel) senderStep(s *pmState, t int) string {
 		*pc = pcDone
 		return "R afterVisit serves mb (gulp, process, release)"
 	case pcL:
-		// lendOwner: lendGen odd (the owner is in its channel loop),
+		// lendOwner: lendGen odd (the owner is asleep),
 		// then the CAS parked -> lent.
-		if inChannelLoop(s.pc[mb]) && s.state[mb] == workerParked {
+		if asleepLendable(s.pc[mb]) && s.state[mb] == workerParked {
 			s.state[mb] = workerLent
 			s.lent[t] = true
 			*pc = pcP1
+			if s.late[t] {
+				*pc = pcG // sent already: serve
+			}
 			return "L o.state.CompareAndSwap(workerParked, workerLent) = true"
 		}
 		s.how[t] = howLendFailed
 		*pc = pcP1
+		if s.late[t] {
+			*pc = pcDone
+			return "L late lend fails"
+		}
 		return "L lend fails: a plain sender"
 	case pcG:
 		if !s.busy[mb] { // a gulp that misses serves nothing
@@ -1067,17 +1083,18 @@ func (m *parkModel) senderStep(s *pmState, t int) string {
 	panic(fmt.Sprintf("sender %d at pc %d", t, *pc))
 }
 
-// helper reports whether thread t is a helping caller.
+// helper reports whether thread t is a helping caller that lends before
+// its send.
 func (m *parkModel) helper(t int) bool {
 	mode := m.sc.mode(t - m.sc.sleepers)
 	return mode == hoHelp || mode == hoHelpLeave
 }
 
-// inChannelLoop reports whether a sleeper at pc is in park's channel loop,
-// where lendGen is odd: S4 and waitLent.
-func inChannelLoop(pc uint8) bool {
+// asleepLendable reports whether a sleeper at pc is in park's sleep, where
+// lendGen is odd: the futex phase, S4 and waitLent.
+func asleepLendable(pc uint8) bool {
 	switch pc {
-	case pcS4Wait, pcS4Asleep, pcS4Load, pcW1, pcW2, pcWAsleep, pcW3:
+	case pcF1, pcF2, pcF3, pcF3Asleep, pcF4, pcS4Wait, pcS4Asleep, pcS4Load, pcW1, pcW2, pcWAsleep, pcW3:
 		return true
 	}
 	return false
@@ -1367,6 +1384,9 @@ var parkScenarios = []parkScenario{
 	{name: "1 sleeper in the futex phase, a helping caller and a sender", sleepers: 1, senders: []int{0, 0}, handoff: []uint8{hoHelp, hoNone}, futex: []bool{true}},
 	{name: "2 sleepers, a helping caller and a deferring sender to the same sleeper", sleepers: 2, senders: []int{0, 0}, handoff: []uint8{hoHelp, hoDefer}},
 	{name: "2 sleepers, a helping caller and a releaser to the same sleeper", sleepers: 2, senders: []int{0, 0}, handoff: []uint8{hoHelp, hoRelease}},
+	{name: "1 sleeper, a late helping caller", sleepers: 1, senders: []int{0}, handoff: []uint8{hoHelpLate}},
+	{name: "1 sleeper, a helping caller that leaves the visit and a late helping caller", sleepers: 1, senders: []int{0, 0}, handoff: []uint8{hoHelpLeave, hoHelpLate}},
+	{name: "1 sleeper in the futex phase, a late helping caller and a sender", sleepers: 1, senders: []int{0, 0}, handoff: []uint8{hoHelpLate, hoNone}, futex: []bool{true}},
 	{name: "2 sleepers, a helping caller that leaves the visit and a handoff sender that wakes, to different sleepers", sleepers: 2, senders: []int{0, 1}, handoff: []uint8{hoHelpLeave, hoWake}},
 }
 
@@ -1441,7 +1461,7 @@ func TestParkModel(t *testing.T) {
 }
 
 // isHelp reports whether a handoff mode is a helping caller's.
-func isHelp(mode uint8) bool { return mode == hoHelp || mode == hoHelpLeave }
+func isHelp(mode uint8) bool { return mode == hoHelp || mode == hoHelpLeave || mode == hoHelpLate }
 
 // The memoised search counts exactly the schedules a plain enumeration
 // visits one by one, with the same verdicts and the same first

@@ -175,10 +175,10 @@ type worker struct {
 	// that borrowed it to give it back (waitLent); loaded by that caller
 	// after it has, to signal the event (see help.go).
 	lentWait atomic.Bool
-	// lendGen is odd while the worker sleeps on the channel in park, past
-	// every write it makes to its private fields before waking: the only
-	// window in which a caller may borrow it (see help.go). Written by the
-	// worker, read by lenders.
+	// lendGen is odd while the worker sleeps in park (the futex phase and
+	// the channel), past every write it makes to its private fields before
+	// waking: the only window in which a caller may borrow it (see
+	// help.go). Written by the worker, read by lenders.
 	lendGen atomic.Uint64
 	// lentTail says that a helping caller stopped after a behaviour whose
 	// statuses (lentStatus, the actor's; msgStatus, the message's) are

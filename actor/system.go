@@ -51,9 +51,10 @@ func WithStealing(h stealing.Heuristic) Option {
 	return option(func(c *executor.Config) { c.Steal = h })
 }
 
-// WithErrorHandler sets a function called, on the worker goroutine, with each
-// panic recovered from a behaviour (a *executor.PanicError). Stop reports
-// them too.
+// WithErrorHandler sets a function called, on the worker goroutine (or the
+// goroutine of an Ask that ran the behaviour, see Ask), with each panic
+// recovered from a behaviour (a *executor.PanicError). Stop reports them
+// too.
 func WithErrorHandler(f func(error)) Option {
 	return option(func(c *executor.Config) { c.OnError = f })
 }

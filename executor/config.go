@@ -210,7 +210,9 @@ type Config struct {
 	// messages queued before it, itself (see Ask).
 	NoCallerHelp bool
 	// OnError, if set, is called with every *PanicError as it happens, on
-	// the worker goroutine that recovered it. It must not block for long.
+	// the goroutine that recovered it: a worker's, or that of a caller
+	// that helps (see Ask) for a panic in a behaviour it ran. It must not
+	// block for long.
 	OnError func(error)
 }
 

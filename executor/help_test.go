@@ -251,14 +251,19 @@ func TestHelpedBehaviourIsInBehaviour(t *testing.T) {
 
 // A panic in a behaviour a helping caller runs is recovered and handled as
 // on a worker: the plain actor terminates, the Ask gets the *PanicError,
-// Stop reports it, and the worker goes on serving other actors.
+// OnError is called (on the caller's goroutine), Stop reports it, and the
+// worker goes on serving other actors.
 func TestHelpedPanic(t *testing.T) {
 	if !goid.Supported {
 		t.Skip("callers help only where goroutine identity is supported")
 	}
 	var reported atomic.Int32
+	var onErrorG atomic.Uint64
 	cfg := helpCfg()
-	cfg.OnError = func(error) { reported.Add(1) }
+	cfg.OnError = func(error) {
+		reported.Add(1)
+		onErrorG.Store(uint64(goid.Get()))
+	}
 	e, err := Start(cfg)
 	require.NoError(t, err)
 	_, bad := spawnHelpProbe(t, e, func(*greq) Allocation { panic("helped panic") })
@@ -271,6 +276,7 @@ func TestHelpedPanic(t *testing.T) {
 	require.Equal(t, uint64(1), callerVisits(e))
 	require.False(t, bad.Alive())
 	require.Equal(t, int32(1), reported.Load())
+	require.Equal(t, uint64(goid.Get()), onErrorG.Load(), "OnError not called on the helping caller's goroutine")
 	_, err = Ask(context.Background(), bad, &greq{})
 	require.ErrorIs(t, err, ErrTerminated)
 	for i := 0; i < 3; i++ {

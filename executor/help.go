@@ -111,14 +111,26 @@ const helpForcedWait = 200 * time.Microsecond
 // after; lentCount is added to after the store and subtracted from before
 // the clear, so a non-zero count covers every entry a lookup may match.
 var (
-	lentTab   [16]atomic.Pointer[gentry]
+	lentTab   [16]atomic.Pointer[lentEntry]
 	lentCount atomic.Int32
 )
+
+// lentEntry is a worker's entry in lentTab, one per worker (worker.lent),
+// reused by each caller that borrows it. g is stored by that caller
+// before the entry is published (the slot's CAS) and loaded by lookups,
+// which compare it with their own identity: a lookup that loaded the
+// entry during an earlier lend and reads the next caller's g does not
+// match it (goroutine identities are not reused), and if it did, w would
+// still be the worker that caller borrowed.
+type lentEntry struct {
+	g atomic.Uintptr
+	w *worker
+}
 
 // lentWorker returns the worker that goroutine g has borrowed, or nil.
 func lentWorker(g uintptr) *worker {
 	for i := range lentTab {
-		if ent := lentTab[i].Load(); ent != nil && ent.g == g {
+		if ent := lentTab[i].Load(); ent != nil && ent.g.Load() == g {
 			return ent.w
 		}
 	}
@@ -387,7 +399,8 @@ func (w *worker) finishLentTail() {
 // owner as any visit stopped short.
 func (w *worker) lentRun(body func()) {
 	g := goid.Get()
-	ent := &gentry{g: g, w: w}
+	ent := &w.lent // its w is set by newWorker
+	ent.g.Store(g)
 	slot := -1
 	for slot < 0 {
 		for i := range lentTab {

@@ -187,6 +187,9 @@ type worker struct {
 	// after the give-back.
 	lentTail   bool
 	lentStatus Allocation
+	// lent is this worker's entry in the table of helping callers
+	// (lentTab, see help.go), filled by each caller that borrows it.
+	lent lentEntry
 	// ev is the worker's sleep: park waits on it with state as the word
 	// (S4); wakers signal it after their CAS parked -> woken (wakeOnly).
 	ev event.Event
@@ -263,6 +266,7 @@ func newWorker(e *Executor, id, lo, hi int) *worker {
 	}
 	w.buf = copyq.New[envelope](e.cfg.QueueCapacity)
 	w.initPark()
+	w.lent.w = w // see help.go
 	return w
 }
 

@@ -200,14 +200,17 @@ func lendOwner(mb *mailbox) *worker {
 	// lendGen pairs with park's increments around the sleep: odd, the
 	// owner is in it, past its last private write before sleeping.
 	gen := o.lendGen.Load()
-	if gen&1 == 0 || o.state.Load() != workerParked || !o.state.CompareAndSwap(workerParked, workerLent) {
+	if gen&1 == 0 || o.visitLeft.Load() || o.state.Load() != workerParked || !o.state.CompareAndSwap(workerParked, workerLent) {
 		return nil
 	}
-	if o.lendGen.Load() != gen {
-		// The CAS took a later park's parked state, before that park's
-		// sleep (its S3, or its writes before sleeping): hand it back
-		// untouched.
-		o.unlend()
+	// visitLeft pairs with giveBack's store, made before its store of
+	// parked that this CAS read: set, the owner's buffer holds a visit a
+	// caller left to it, which the owner must finish first.
+	if left := o.visitLeft.Load(); left || o.lendGen.Load() != gen {
+		// Or the CAS took a later park's parked state, before that
+		// park's sleep (its S3, or its writes before sleeping): hand
+		// it back untouched.
+		o.unlend(left)
 		return nil
 	}
 	return o
@@ -215,10 +218,9 @@ func lendOwner(mb *mailbox) *worker {
 
 // unlend ends a lend: the state is parked again, the worker signalled if
 // it waits for that, and woken if its own S3 re-check would not let it
-// sleep or a visit is left to it (w.cur).
-func (w *worker) unlend() {
+// sleep or a visit is left to it (left).
+func (w *worker) unlend(left bool) {
 	e := w.e
-	left := w.cur != nil // written by the helper, before the store below
 	// The store pairs with the owner's loads in park (waitLent, S3, S4)
 	// and with wakers' CAS parked -> woken: it publishes the helper's
 	// writes to whoever moves the worker out of parked next.
@@ -354,6 +356,7 @@ func (w *worker) helpBatch(h *helpStop) (out helpOutcome) {
 // any (lentTail), then the rest of the batch and the visit, as resume
 // does.
 func (w *worker) finishLent() {
+	w.visitLeft.Store(false) // awake: nobody can lend us before our next park
 	if w.lentTail {
 		w.finishLentTail()
 	}
@@ -430,14 +433,19 @@ func (w *worker) lentRun(body func()) {
 // sleep or a visit is left to it.
 func (w *worker) giveBack() {
 	e := w.e
-	if w.cur == nil {
+	left := w.cur != nil
+	if left {
+		// A visit left to the owner: no caller may borrow the worker
+		// until the owner has finished it (lendOwner).
+		w.visitLeft.Store(true)
+	} else {
 		// The visit is over: resolve its handoff slot as a worker
 		// does before it parks. A visit left to the owner keeps them.
 		w.flushHandoff()
 		w.next, w.follows, w.batchFrom = nil, 0, nil
 	}
 	w.publish(e.statsEpoch.Load())
-	w.unlend()
+	w.unlend(left)
 }
 
 // waitLent waits, in park, until the caller that borrowed w gives it back.

@@ -187,6 +187,12 @@ type worker struct {
 	// after the give-back.
 	lentTail   bool
 	lentStatus Allocation
+	// visitLeft is set by a helping caller that leaves the rest of a
+	// visit to this worker (in its buffer), before it gives the worker
+	// back, and cleared by the worker when it finishes that visit
+	// (finishLent); lenders load it after their CAS and give the worker
+	// back untouched while it is set (see help.go).
+	visitLeft atomic.Bool
 	// lent is this worker's entry in the table of helping callers
 	// (lentTab, see help.go), filled by each caller that borrows it.
 	lent lentEntry

@@ -23,9 +23,10 @@ import (
 //	    or while the caller waits for its reply: late help, below; a
 //	    sender's P4 then finds the owner not parked and wakes nobody),
 //	    only while the owner sleeps (its futex phase or the channel) past
-//	    its last private write (lendGen odd, the same value before and after the CAS: a CAS
-//	    that took a later park's parked state, in its S3 or before its
-//	    sleep, is undone untouched)
+//	    its last private write (lendGen odd, the same value before and
+//	    after the CAS: a CAS that took a later park's parked state, in its
+//	    S3 or before its sleep, is undone untouched), and has no visit
+//	    left to it by an earlier caller (visitLeft: undone untouched too)
 //	H2  the send (P1 for the request)
 //	H3  serve: take the owner's identity (w.g, the lent table), gulp the
 //	    target mailbox into the owner's buffer as a worker would
@@ -41,7 +42,8 @@ import (
 //	    may go on, as a worker does); a batch stopped short stays gulped,
 //	    with the rest of the visit left to the owner (w.cur set, and
 //	    lentTail for a termination or message hooks to run first)
-//	H4  give back: restore the owner's identity, CAS lent -> parked, and
+//	H4  give back: restore the owner's identity, set visitLeft if a
+//	    visit is left, store parked (the state word: lent -> parked), and
 //	    if the owner waits for that (lentWait), signal its event; then the
 //	    owner's S3 re-check on its behalf, with the visit left to it as one
 //	    more reason: if Stop has begun, a visit is left, an owned mailbox
@@ -50,10 +52,12 @@ import (
 //
 // Why no wake-up is lost: every waker that found the owner lent instead
 // of parked (a sender's P4, a releaser, deferred wake-ups, Stop) made its
-// publishing step first; H4's CAS to parked comes after that waker's load
+// publishing step first; H4's store of parked comes after that waker's load
 // of the lent state, and H4's re-check, after the CAS, sees what it
 // published (settled), as the owner's own S3 would. Wakers that find it
-// parked again wake it as usual. The park model (park_model_test.go)
+// parked again wake it as usual, and a caller that lends it in between
+// (whose CAS takes the wake-up's place) makes the same re-check when it
+// gives it back, or at once if a visit is left (visitLeft). The park model (park_model_test.go)
 // checks this.
 //
 // Why the behaviour sees a worker: while lent, the owner is in park (its

@@ -117,6 +117,22 @@
 // actortest runs actors deterministically in unit tests, with probes that
 // assert on what they receive.
 //
+// Callers that help: a goroutine that waits in Ask for an actor whose
+// worker is parked delivers the request itself, as that worker, instead of
+// waking it (Go's channels do the same: the woken side runs where its
+// waker runs). The behaviour cannot tell: it is in a behaviour, its panics
+// are supervised, its statistics counted, its messages kept in order, and
+// the actor never runs in two places. The asker stops once its request is
+// answered, its context has ended (noticed when the behaviour it runs
+// returns), or after a bounded number of deliveries, and leaves the rest,
+// terminations and their hooks included, to the worker. Three things
+// differ for the asking goroutine: it is not locked to an OS thread (a
+// behaviour that calls runtime.LockOSThread must unlock it before it
+// returns, as on a worker, or the asker stays locked); a runtime.Goexit in
+// the behaviour ends the asker; and a behaviour that blocks until the
+// asker has gone on never returns, which is one more reason for a
+// behaviour not to block. WithoutCallerHelp turns helping off.
+//
 // # Entities
 //
 // An entity is an actor per key (an account, a session, a device) made on

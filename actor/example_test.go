@@ -670,3 +670,36 @@ func ExampleUnregister() {
 	// b holds the name: true
 	// true
 }
+
+// Ledger answers a balance request only once its books are open: its
+// behaviour blocks (which a behaviour should not do: it holds a worker).
+type Ledger struct {
+	actor.Actor
+	open chan struct{}
+}
+
+func (l *Ledger) OnBalance(m *Balance) actor.Allocation {
+	<-l.open
+	m.Reply(0)
+	return actor.Nodelete
+}
+
+// WithoutCallerHelp: Ask never runs the behaviour on the asking goroutine,
+// so its context's deadline ends the wait even while the behaviour runs.
+// (With callers that help, the asker may run the blocked behaviour itself
+// and notice its deadline only when the behaviour returns.)
+func ExampleWithoutCallerHelp() {
+	sys, _ := actor.Start(actor.WithWorkers(1), actor.WithoutCallerHelp())
+	l, _ := actor.Spawn(sys, &Ledger{open: make(chan struct{})})
+	balance, _ := actor.Bind(l, (*Ledger).OnBalance)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	_, err := actor.Ask(ctx, balance, &Balance{})
+	fmt.Println(err)
+	close(l.open)
+	actor.SendPill(l, actor.FinishedMsg)
+	fmt.Println(sys.Stop(context.Background()))
+	// Output:
+	// context deadline exceeded
+	// <nil>
+}

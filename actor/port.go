@@ -126,6 +126,25 @@ type Reply[R any] = executor.Reply[R]
 // the system holds it: a request the actor never received may be asked
 // again; one the actor kept may still be answered (ErrReplied) by a holder
 // that has it, so do not reuse that one.
+//
+// Callers that help: if the worker that serves the actor is parked when
+// Ask sends (or parks while Ask waits, the request still queued), the
+// calling goroutine delivers the request itself instead of waking the
+// worker (a thread wake-up saved per request): the behaviour
+// runs on the caller's goroutine, as on a worker in every respect a
+// behaviour can observe (InBehaviour, ErrAskInBehaviour, panics and
+// supervision, statistics, per-sender order), with the messages queued
+// before the request delivered first. The caller stops once its request
+// is answered, or ctx ends, or after a bounded number of deliveries, and
+// leaves the rest (including every termination and its hooks) to the
+// worker. What the caller sees: ctx is noticed between behaviours, so a
+// behaviour the caller runs delays Ask's return by its own length even if
+// ctx ends meanwhile; a runtime.Goexit in that behaviour ends the calling
+// goroutine (the actor is supervised as on a worker); the goroutine is not
+// locked to an OS thread (a behaviour that needs its worker's thread
+// cannot count on it); and a behaviour that blocks until the asker has
+// gone on never returns (a behaviour must not block: it holds a worker
+// too). WithoutCallerHelp turns helping off.
 func Ask[TR, R any, Req RequestPtr[TR, R]](ctx context.Context, to Port[Req], req Req) (R, error) {
 	if req == nil {
 		panic("actor: Ask with a nil request")

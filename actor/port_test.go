@@ -92,7 +92,10 @@ func TestPortSendAndIncarnations(t *testing.T) {
 }
 
 func TestAskErrors(t *testing.T) {
-	sys := start(t, actor.WithWorkers(2))
+	// Without callers that help: the asker of a behaviour that blocks
+	// until after its context ends would run that behaviour itself, and
+	// notice its context only when it returns (see Ask).
+	sys := start(t, actor.WithWorkers(2), actor.WithoutCallerHelp())
 	a, _ := actor.Spawn(sys, &account{hold: make(chan struct{})})
 	get, _ := actor.Bind(a, (*account).onGet)
 	cl, _ := actor.Bind(a, (*account).onClose)

@@ -51,9 +51,10 @@ func WithStealing(h stealing.Heuristic) Option {
 	return option(func(c *executor.Config) { c.Steal = h })
 }
 
-// WithErrorHandler sets a function called, on the worker goroutine, with each
-// panic recovered from a behaviour (a *executor.PanicError). Stop reports
-// them too.
+// WithErrorHandler sets a function called, on the worker goroutine (or the
+// goroutine of an Ask that ran the behaviour, see Ask), with each panic
+// recovered from a behaviour (a *executor.PanicError). Stop reports them
+// too.
 func WithErrorHandler(f func(error)) Option {
 	return option(func(c *executor.Config) { c.OnError = f })
 }
@@ -81,14 +82,20 @@ func WithIdle(spinPasses int, parkTimeout time.Duration) Option {
 // processed, gulps), for the last few percent of throughput.
 func WithoutStatistics() Option { return option(func(c *executor.Config) { c.NoStatistics = true }) }
 
+// WithoutCallerHelp turns callers that help off: a goroutine waiting in Ask
+// for an actor whose worker is parked then wakes that worker, instead of
+// delivering the request (and the messages queued before it) itself. See
+// Ask for what helping changes for the asking goroutine.
+func WithoutCallerHelp() Option { return option(func(c *executor.Config) { c.NoCallerHelp = true }) }
+
 // WithConfig applies every engine setting of cfg that is set (non-zero),
 // including those other options also set (executor.Config documents each);
 // it is meant for the settings no other option names. Like every option it
 // changes only what it sets: options before and after it still apply to
 // the other settings, and a later option overrides it. A zero field leaves
-// the setting as it was, so WithConfig cannot turn PinCPUs or
-// NoStatistics off, nor set Placement back to PlaceLocal or Park back to
-// ParkDefault.
+// the setting as it was, so WithConfig cannot turn PinCPUs, NoStatistics
+// or NoCallerHelp off, nor set Placement back to PlaceLocal or Park back
+// to ParkDefault.
 func WithConfig(cfg executor.Config) Option {
 	return option(func(c *executor.Config) { mergeConfig(c, &cfg) })
 }
@@ -118,6 +125,7 @@ func mergeConfig(dst, src *executor.Config) {
 	setDur(&dst.ParkTimeoutMax, src.ParkTimeoutMax)
 	dst.PinCPUs = dst.PinCPUs || src.PinCPUs
 	dst.NoStatistics = dst.NoStatistics || src.NoStatistics
+	dst.NoCallerHelp = dst.NoCallerHelp || src.NoCallerHelp
 	if src.Steal != nil {
 		dst.Steal = src.Steal
 	}

@@ -229,6 +229,26 @@ const askSpins = 2000
 // by ctx, or by the end of the actor that keeps it (ErrTerminated, after
 // its Stopped hook), a restart of that actor (ErrTerminated), or a Stop
 // (ErrStopped): see held.go. No goroutine is created per request.
+//
+// Callers that help: if the worker that serves the actor's mailbox is
+// parked when Ask sends, or parks while Ask waits with the request still
+// queued, the calling goroutine delivers the request itself, as that worker (see help.go), instead of waking it: the
+// behaviour runs on the caller's goroutine, in a behaviour in every
+// respect (InBehaviour, ErrAskInBehaviour, panics and supervision,
+// statistics), with the messages queued before the request delivered
+// first, in order. The caller stops once the request is complete (or
+// ctx ends, or after a bounded number of deliveries) and leaves the rest
+// to the worker, which also runs, instead of the caller, every
+// termination and its hooks and every extended actor's code. Differences
+// for the caller: ctx is noticed between behaviours, so a behaviour the
+// caller runs delays Ask's return by its own length even if ctx ends
+// meanwhile; a runtime.Goexit in that behaviour ends the calling goroutine
+// (the actor's supervision proceeds as on a worker); the goroutine is not
+// locked to an OS thread, so a behaviour that needs its worker's thread
+// (runtime.LockOSThread, thread-local state) must not rely on it; and a
+// behaviour that blocks until the asker has gone on deadlocks it (a
+// behaviour must not block anyway: it holds a worker). Config.NoCallerHelp
+// turns helping off.
 func Ask[TR, R any, Req RequestPtr[TR, R]](ctx context.Context, to Port[Req], req Req) (R, error) {
 	var zero R
 	if req == nil {
@@ -247,21 +267,48 @@ func Ask[TR, R any, Req RequestPtr[TR, R]](ctx context.Context, to Port[Req], re
 	t := &askTarget[R]{e: e, ch: make(chan askResult[R], 1)}
 	req.asked().t = t
 	e.askStarted()
+	var lent *worker
+	var lentMb *mailbox
+	helps := e.helps()
+	if helps {
+		lent, lentMb = lendFor(to.cell) // H1 (see help.go)
+	}
 	if err := to.Send(req); err != nil {
+		if lent != nil {
+			lent.giveBack()
+		}
 		if t.done.CompareAndSwap(false, true) {
 			e.askDone()
 		}
 		return zero, err
 	}
+	if lent != nil {
+		// H3, H4: serve the request's mailbox as its parked owner, until
+		// the request is complete or ctx ends.
+		lent.serveLent(lentMb, &helpStop{done: &t.done, ctx: ctx.Done(), left: helpBudget})
+	}
 	// Spin briefly before blocking: a reply that comes within a few
 	// microseconds then finds this goroutine running, and costs no thread
 	// wake-up on either side (the worker that replied is still spinning
 	// when the next request comes).
+	//
+	// A caller that could not help when it sent (the owner was awake, or
+	// lent to another caller) looks again now and then while it spins:
+	// the owner may have gone back to sleep with the request still queued
+	// (a helping caller that stopped at its own reply gives it back with
+	// the rest of its mailbox), and serving it here saves the owner's
+	// wake-up (see "late help" in help.go).
 	for i := 0; i < askSpins; i++ {
 		select {
 		case r := <-t.ch:
 			return r.v, r.err
 		default:
+		}
+		if helps && lent == nil && i%lateHelpEvery == lateHelpEvery-1 {
+			if o, mb := lendLate(to.cell); o != nil {
+				lent = o
+				o.serveLent(mb, &helpStop{done: &t.done, ctx: ctx.Done(), left: helpBudget})
+			}
 		}
 	}
 	select {

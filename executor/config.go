@@ -204,8 +204,15 @@ type Config struct {
 	// NoStatistics turns statistics counting off on the workers' hot paths
 	// (creations, terminations and parking are still counted).
 	NoStatistics bool
+	// NoCallerHelp turns callers that help off: a goroutine outside the
+	// system that waits in Ask for an actor whose worker is parked then
+	// wakes the worker instead of delivering the request, and any
+	// messages queued before it, itself (see Ask).
+	NoCallerHelp bool
 	// OnError, if set, is called with every *PanicError as it happens, on
-	// the worker goroutine that recovered it. It must not block for long.
+	// the goroutine that recovered it: a worker's, or that of a caller
+	// that helps (see Ask) for a panic in a behaviour it ran. It must not
+	// block for long.
 	OnError func(error)
 }
 

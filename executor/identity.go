@@ -84,7 +84,16 @@ func (e *Executor) current() *worker {
 	if !goid.Supported {
 		return nil
 	}
-	return e.workerOf(goid.Unchecked())
+	g := goid.Unchecked()
+	if w := e.workerOf(g); w != nil {
+		return w
+	}
+	if lentCount.Load() != 0 {
+		if w := lentWorker(uintptr(g)); w != nil && w.e == e {
+			return w
+		}
+	}
+	return nil
 }
 
 // workerOf returns the worker whose goroutine identity is g, or nil.
@@ -200,6 +209,9 @@ func runningWorker() *worker {
 	w := (*m)[k]
 	if w != nil && goid.Supported {
 		lastRunning[(uintptr(k)>>3)&uintptr(len(lastRunning)-1)].Store(&gentry{g: uintptr(k), w: w})
+	}
+	if w == nil && lentCount.Load() != 0 && goid.Supported {
+		w = lentWorker(uintptr(k)) // a caller serving as a lent worker (help.go)
 	}
 	return w
 }

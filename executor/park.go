@@ -293,13 +293,19 @@ func (w *worker) park() {
 	e.sleepers.Add(1)                                               // S1
 	w.state.Store(workerParked)                                     // S2
 	if e.shutdown.Load() || w.hasWork() || e.deferred.Load() != 0 { // S3
-		if w.state.CompareAndSwap(workerParked, workerRunning) {
-			e.leftPark(e.sleepers.Add(-1))
-		} else {
+		for {
+			if w.state.CompareAndSwap(workerParked, workerRunning) {
+				e.leftPark(e.sleepers.Add(-1))
+				return
+			}
+			if w.state.Load() == workerLent {
+				w.waitLent() // a helping caller holds us (see help.go): wait for it
+				continue
+			}
 			w.state.Store(workerRunning) // a waker beat us to it (and decremented)
 			e.waking.Add(-1)             // its wake-up has arrived
+			return
 		}
-		return
 	}
 	w.st.Parks++
 	w.seq += 2 // a sleep ends the visit a watcher or thief may be timing (victimStuck)
@@ -307,7 +313,7 @@ func (w *worker) park() {
 	w.batchSeq.Store(w.stored)
 	w.publish(e.statsEpoch.Load()) // with this park counted
 	start := time.Now()
-	inFutex, caught, unlocked := false, false, false
+	inFutex, caught, unlocked, lendable := false, false, false, false
 	if w.futexPhase > 0 && w.futexWanted() && e.futexSlots.Load() > 0 {
 		// S4, phase one, if a slot is free: a wake-up within it is one
 		// FUTEX_WAKE (see initPark for who may have this phase).
@@ -315,30 +321,51 @@ func (w *worker) park() {
 			if testHookFutexPhase != nil {
 				testHookFutexPhase(e, 1)
 			}
+			// lendGen pairs with lendOwner's loads (help.go): odd, the
+			// worker is past its last write to its own fields before
+			// waking, and may be lent.
+			w.lendGen.Add(1)
+			lendable = true
 			w.ev.WaitFutex(&w.state, workerParked, w.futexPhase)
-			inFutex, caught = true, w.state.Load() != workerParked
+			s := w.state.Load()
+			inFutex, caught = true, s != workerParked && s != workerLent
 			if testHookFutexPhase != nil {
 				testHookFutexPhase(e, -1)
 			}
 		}
 		e.futexSlots.Add(1)
 	}
-	if w.state.Load() == workerParked {
+	if s := w.state.Load(); s == workerParked || s == workerLent {
 		// S4 on the channel, without the thread at a low rate (see
-		// "Giving the thread back" below).
+		// "Giving the thread back" below). givesThread reads only what
+		// no helping caller writes (the sleep averages, the pinning).
 		unlocked = w.givesThread()
 		if unlocked {
 			runtime.UnlockOSThread()
-			w.st.ThreadReleases++
 			w.threadless.Store(true)
 		}
-		for w.state.Load() == workerParked {
-			w.ev.WaitChan(&w.state, workerParked, 0) // S4
+		if !lendable {
+			w.lendGen.Add(1) // odd: lendable from here (see help.go)
+			lendable = true
 		}
-		if unlocked {
-			w.threadless.Store(false)
-			runtime.LockOSThread() // whichever thread runs us now
+		for {
+			s := w.state.Load()
+			if s == workerParked {
+				w.ev.WaitChan(&w.state, workerParked, 0) // S4
+			} else if s == workerLent {
+				w.waitLent() // lent to a helping caller (see help.go)
+			} else {
+				break
+			}
 		}
+	}
+	if lendable {
+		w.lendGen.Add(1) // even: no longer lendable
+	}
+	if unlocked {
+		w.st.ThreadReleases++ // counted after the sleep: a lend may publish w.st meanwhile
+		w.threadless.Store(false)
+		runtime.LockOSThread() // whichever thread runs us now
 	}
 	if w.watchWoken.Swap(false) {
 		w.st.WakeupsByTimeout++
@@ -669,8 +696,8 @@ func (e *Executor) reclaimIdle() {
 // reclaimOwn shrinks the worker's spare buffer if the watcher asked for it
 // (see reclaimIdle). Called by the worker when it leaves park.
 func (w *worker) reclaimOwn() {
-	if !w.reclaimReq.Swap(false) {
-		return
+	if w.cur != nil || !w.reclaimReq.Swap(false) {
+		return // a visit left by a helping caller holds the buffer: next park
 	}
 	if floor := w.e.cfg.QueueCapacity; w.buf.Cap() > floor {
 		w.buf.Shrink(floor, copyq.NewArray[envelope](floor))

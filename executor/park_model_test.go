@@ -93,6 +93,29 @@ package executor
 //	  D1 swap   deferWake: o.deferred.Swap(true); if it was set, go to D2
 //	  D1 add    deferWake: e.deferred.Add(1)
 //	  D2        deferWake: e.sleepers.Load() == workers: wake (P4 CAS on); else return
+//	helping caller: an Ask from outside the system that borrows the owner
+//	of its mailbox while it sleeps (help.go), serves the
+//	mailbox itself and gives the owner back; or, if the lend fails, a
+//	plain sender:
+//	  L         lendOwner: o.lendGen odd (the owner asleep: pc F1-F4, S4
+//	            or waitLent) and o.state.CompareAndSwap(workerParked,
+//	            workerLent); on failure, P1-P4 as a plain sender
+//	  P1        the request's push, as a sender's (its unlock a step of its own)
+//	  G         serve: gulp, process, release mailbox mb (one step, like R
+//	            serve); a helper that stops short (parkScenario.handoff
+//	            hoHelpLeave) leaves the rest of the visit to the owner
+//	  B1        unlend: o.state.Store(workerParked)
+//	  B2        unlend: o.lentWait.Load(): if set, o.ev.Wake (the token)
+//	  B3        unlend: a visit left, or o.hasWork() (settled: disabled
+//	            while a sender holds the lock), or e.deferred.Load() != 0:
+//	            wake (P4 load, CAS on); else return
+//	and the sleeper's channel loop (park's S4 loop) waits for a lend to end:
+//	  S4 load   a lent word: waitLent (W1)
+//	  W1        w.lentWait.Store(true)
+//	  W2        waitLent's WaitChan(&w.state, workerLent, 0): returns at
+//	            once unless the word is lent
+//	  W asleep  blocked until a token arrives
+//	  W3        w.lentWait.Store(false), then S4 load again
 //	and the sleeper's S3 also loads the count of deferred flags:
 //	  S3 dload  e.deferred.Load() != 0 (after S3 load found no work): leave
 //	            park as if it saw work (S3 CAS ...), and then serve, for
@@ -126,6 +149,7 @@ package executor
 //
 // Checked at the end of every schedule:
 //   - (a) no lost wake-up: a worker whose mailbox holds a published message
+//     or a visit a helping caller left to it
 //     is not asleep for good (it saw the message at S3 or was woken), unless
 //     its deferred flag is set while some worker is awake (a worker that
 //     left park makes passes, and the next one to end serves the flag: the
@@ -227,6 +251,15 @@ const (
 	pcVDec
 	pcVLoad
 	pcVServe
+	pcL       // helping caller: lend
+	pcG       // helping caller: serve
+	pcB1      // helping caller: give back, store
+	pcB2      // helping caller: give back, lentWait
+	pcB3      // helping caller: give back, re-check
+	pcW1      // sleeper: waitLent, lentWait set
+	pcW2      // sleeper: waitLent's check of the word
+	pcWAsleep // sleeper: waitLent, blocked
+	pcW3      // sleeper: waitLent, lentWait cleared
 	pcDone
 )
 
@@ -255,6 +288,10 @@ const (
 	howFutexAtOnce   // F3's compare found the word not parked: futexWait returned at once
 	howFutexWoken    // asleep in the futex, a sender's FUTEX_WAKE woke it
 	howFutexTimedOut // asleep in the futex, the phase timed out
+	// A helping caller's endings.
+	howHelped     // served the mailbox as the lent owner, gave it back asleep
+	howHelpWoke   // served, gave it back and woke it (work, or a visit left)
+	howLendFailed // the lend failed: a plain sender (its ending recorded over this one)
 	howCount
 )
 
@@ -280,6 +317,10 @@ var howNames = [...]string{
 	howFutexAtOnce:   "sleeper: futex phase returned at once, F3 compare saw the word not parked",
 	howFutexWoken:    "sleeper: futex phase ended, woken by FUTEX_WAKE",
 	howFutexTimedOut: "sleeper: futex phase ended, timed out",
+	// A helping caller's.
+	howHelped:     "helping caller: served the mailbox, gave the owner back asleep",
+	howHelpWoke:   "helping caller: served the mailbox, gave the owner back and woke it",
+	howLendFailed: "helping caller: the lend failed",
 }
 
 // futexHows are the hows only a sleeper with the futex phase, or a sender
@@ -288,6 +329,9 @@ const futexHows = 1<<howWokeFutex | 1<<howFutexSkipped | 1<<howFutexAtOnce | 1<<
 
 // deferHows are the hows only scenarios with a deferring sender can reach.
 const deferHows = 1<<howDeferred | 1<<howDeferSeen | 1<<howS3Deferred
+
+// helpHows are the hows only scenarios with a helping caller can reach.
+const helpHows = 1<<howHelped | 1<<howHelpWoke
 
 // parkVariant selects the protocol: the real one or a deliberately broken one.
 type parkVariant uint8
@@ -332,6 +376,12 @@ const (
 	// brokenServeUnsettled: serving a deferred flag (V serve) reads a
 	// mailbox whose lock a sender holds as empty and skips it.
 	brokenServeUnsettled
+	// brokenHelpNoRecheck: a helping caller gives the owner back (B1, B2)
+	// without B3's re-check.
+	brokenHelpNoRecheck
+	// brokenHelpLeftIgnored: B3 does not count a visit left to the owner
+	// as a reason to wake it.
+	brokenHelpLeftIgnored
 )
 
 var parkVariantNames = [...]string{
@@ -348,6 +398,8 @@ var parkVariantNames = [...]string{
 	brokenS3IgnoresDeferred:  "S3 ignores deferred flags",
 	brokenS3Unsettled:        "S3 reads a held lock as an empty mailbox",
 	brokenServeUnsettled:     "serving a deferred flag reads a held lock as an empty mailbox",
+	brokenHelpNoRecheck:      "a helping caller gives the owner back without a re-check",
+	brokenHelpLeftIgnored:    "a helping caller's re-check ignores a visit left to the owner",
 }
 
 // pmViolation is a set of violated checks.
@@ -394,11 +446,14 @@ func (v pmViolation) String() string {
 
 // Handoff modes of a sender (parkScenario.handoff).
 const (
-	hoNone    uint8 = iota // a plain sender (from outside the system, or a busy worker)
-	hoServe                // a handoff sender that resolves its slot by serving the mailbox
-	hoWake                 // a handoff sender that resolves its slot by waking the owner
-	hoDefer                // a sender from outside while no processor is free for the owner (defer.go)
-	hoRelease              // a releaser: another worker ends its visit of the mailbox, which envelopes reached meanwhile (processCurrent)
+	hoNone      uint8 = iota // a plain sender (from outside the system, or a busy worker)
+	hoServe                  // a handoff sender that resolves its slot by serving the mailbox
+	hoWake                   // a handoff sender that resolves its slot by waking the owner
+	hoDefer                  // a sender from outside while no processor is free for the owner (defer.go)
+	hoRelease                // a releaser: another worker ends its visit of the mailbox, which envelopes reached meanwhile (processCurrent)
+	hoHelp                   // a helping caller (help.go) that serves its visit to the end
+	hoHelpLeave              // a helping caller that stops short and leaves the rest of the visit to the owner
+	hoHelpLate               // a caller that sends as a plain sender, then lends the owner while it waits (late help), and serves
 )
 
 // parkScenario is a set of sleepers and senders run concurrently.
@@ -448,6 +503,10 @@ type pmState struct {
 	locked   [pmWorkers]bool   // mailbox w's lock is held (a sender's P1, until its P1 unlock)
 	busy     [pmWorkers]bool   // mailbox w is being processed by a worker other than the sleepers (a releaser's, until its P1 unlock)
 	pending  [pmThreads]bool   // sender t's unlocking store is not visible yet
+	lentWait [pmWorkers]bool   // worker w's lentWait
+	left     [pmWorkers]bool   // a helping caller left a visit to worker w (w.cur set)
+	lent     [pmThreads]bool   // helping caller t's lend succeeded
+	late     [pmThreads]bool   // late helping caller t has tried its lend
 }
 
 // parkModel runs one scenario under one variant of the protocol.
@@ -463,6 +522,8 @@ func (m *parkModel) initial() pmState {
 	var s pmState
 	for t := range m.sc.threads() {
 		switch {
+		case t >= m.sc.sleepers && m.helper(t):
+			s.pc[t] = pcL
 		case t >= m.sc.sleepers:
 			s.pc[t] = pcP1
 			if m.v == brokenCheckBeforePublish {
@@ -496,7 +557,7 @@ func (m *parkModel) enabled(s *pmState, t int) bool {
 	switch s.pc[t] {
 	case pcDone:
 		return false
-	case pcS4Asleep:
+	case pcS4Asleep, pcWAsleep:
 		return s.token[t]
 	case pcS3Load:
 		return !s.locked[t] || m.v == brokenS3Unsettled
@@ -506,8 +567,10 @@ func (m *parkModel) enabled(s *pmState, t int) bool {
 		return !s.locked[m.sc.senders[t-m.sc.sleepers]]
 	case pcP4CAS, pcD1Swap, pcD1Add:
 		return !s.pending[t]
-	case pcRServe:
+	case pcRServe, pcG:
 		return !s.pending[t] && !s.locked[m.sc.senders[t-m.sc.sleepers]]
+	case pcB3:
+		return !s.locked[m.sc.senders[t-m.sc.sleepers]] // hasWork reads the word settled
 	}
 	return true
 }
@@ -537,7 +600,14 @@ func (m *parkModel) step(s *pmState, t int) string {
 	if t < m.sc.sleepers {
 		return m.sleeperStep(s, t)
 	}
-	return m.senderStep(s, t)
+	what := m.senderStep(s, t)
+	if s.pc[t] == pcDone && m.sc.mode(t-m.sc.sleepers) == hoHelpLate && !s.late[t] {
+		// The send is over; while it waits for its reply, the caller
+		// tries a lend (late help).
+		s.late[t] = true
+		s.pc[t] = pcL
+	}
+	return what
 }
 
 // sleeperStep performs the next step of worker w's park (worker.park).
@@ -680,6 +750,10 @@ func (m *parkModel) sleeperStep(s *pmState, w int) string {
 		*pc = pcS4Load
 		return "S4 w.ev.WaitChan: woken by the token"
 	case pcS4Load:
+		if s.state[w] == workerLent { // lent to a helping caller: waitLent
+			*pc = pcW1
+			return "S4 w.state.Load() == workerLent: waitLent"
+		}
 		if s.state[w] != workerParked { // w.state.Load() != workerParked: break
 			*pc = pcS4Store
 			return "S4 w.state.Load() != workerParked: break"
@@ -690,6 +764,27 @@ func (m *parkModel) sleeperStep(s *pmState, w int) string {
 		s.state[w] = workerRunning // w.state.Store(workerRunning)
 		*pc = pcDone
 		return "S4 w.state.Store(workerRunning)"
+	case pcW1:
+		s.lentWait[w] = true // w.lentWait.Store(true)
+		*pc = pcW2
+		return "W1 w.lentWait.Store(true)"
+	case pcW2:
+		// w.state.Load() == workerLent, then WaitChan(&w.state,
+		// workerLent, 0), which returns at once unless the word is lent.
+		if s.state[w] != workerLent {
+			*pc = pcW3
+			return "W2 waitLent: word not lent, returns at once"
+		}
+		*pc = pcWAsleep
+		return "W2 waitLent: blocks"
+	case pcWAsleep:
+		s.token[w] = false
+		*pc = pcW3
+		return "W waitLent: woken by the token"
+	case pcW3:
+		s.lentWait[w] = false // w.lentWait.Store(false)
+		*pc = pcS4Load
+		return "W3 w.lentWait.Store(false)"
 	case pcVSwap:
 		o := s.vo[w]
 		if !s.dflag[o] { // o.deferred.Swap(false) == false
@@ -776,6 +871,10 @@ func (m *parkModel) senderStep(s *pmState, t int) string {
 		s.locked[mb] = true // mb.push (mb.release for a releaser): lockFor's CAS
 		s.pending[t] = true // the envelope and the unlocking store, buffered
 		*pc = pcP2
+		if s.lent[t] {
+			*pc = pcG // the owner is lent to us: its P4 would find it lent
+			return "P1 mb.push: the lock's CAS"
+		}
 		if m.v == brokenCheckBeforePublish {
 			// The broken sender acts on the sleepers it loaded before.
 			*pc = pcP3
@@ -813,7 +912,7 @@ func (m *parkModel) senderStep(s *pmState, t int) string {
 		switch mode := m.sc.mode(t - m.sc.sleepers); {
 		case mode == hoDefer:
 			*pc = pcDF
-		case mode != hoNone && !s.handed[t]:
+		case mode != hoNone && !m.helper(t) && !s.handed[t]:
 			*pc = pcH // notify: e.handOff(mb) succeeds
 		}
 		return "P4 w.state.Load() == workerParked"
@@ -874,6 +973,58 @@ func (m *parkModel) senderStep(s *pmState, t int) string {
 		s.how[t] = howServed
 		*pc = pcDone
 		return "R afterVisit serves mb (gulp, process, release)"
+	case pcL:
+		// lendOwner: lendGen odd (the owner is asleep),
+		// then the CAS parked -> lent.
+		if asleepLendable(s.pc[mb]) && s.state[mb] == workerParked {
+			s.state[mb] = workerLent
+			s.lent[t] = true
+			*pc = pcP1
+			if s.late[t] {
+				*pc = pcG // sent already: serve
+			}
+			return "L o.state.CompareAndSwap(workerParked, workerLent) = true"
+		}
+		s.how[t] = howLendFailed
+		*pc = pcP1
+		if s.late[t] {
+			*pc = pcDone
+			return "L late lend fails"
+		}
+		return "L lend fails: a plain sender"
+	case pcG:
+		if !s.busy[mb] { // a gulp that misses serves nothing
+			s.work[mb] = false // gulp, deliver, release
+		}
+		if m.sc.mode(t-m.sc.sleepers) == hoHelpLeave {
+			s.left[mb] = true // stopped short: w.cur stays set
+		}
+		*pc = pcB1
+		return "G serve mb as its owner"
+	case pcB1:
+		s.state[mb] = workerParked // unlend: w.state.Store(workerParked)
+		*pc = pcB2
+		return "B1 o.state.Store(workerParked)"
+	case pcB2:
+		if s.lentWait[mb] { // w.lentWait.Load(): w.ev.Wake
+			s.token[mb] = true
+		}
+		*pc = pcB3
+		if m.v == brokenHelpNoRecheck {
+			s.how[t] = howHelped
+			*pc = pcDone
+		}
+		return "B2 o.lentWait.Load(), Wake if set"
+	case pcB3:
+		left := s.left[mb] && m.v != brokenHelpLeftIgnored
+		if left || (s.work[mb] && !s.busy[mb]) || s.dcount != 0 {
+			s.owner[t] = int8(mb)
+			*pc = pcP4Load // w.wake(): P4 load, CAS on
+			return "B3 a visit left, hasWork or deferred: wake"
+		}
+		s.how[t] = howHelped
+		*pc = pcDone
+		return "B3 nothing to wake for"
 	case pcP4CAS:
 		o := s.owner[t]
 		if m.v == brokenWakeByStore {
@@ -923,10 +1074,30 @@ func (m *parkModel) senderStep(s *pmState, t int) string {
 			s.token[o] = true
 		}
 		s.how[t] = howWoke
+		if s.lent[t] {
+			s.how[t] = howHelpWoke
+		}
 		*pc = pcDone
 		return "P4 w.ev.Wake: inFutex == 0: leaves the token"
 	}
 	panic(fmt.Sprintf("sender %d at pc %d", t, *pc))
+}
+
+// helper reports whether thread t is a helping caller that lends before
+// its send.
+func (m *parkModel) helper(t int) bool {
+	mode := m.sc.mode(t - m.sc.sleepers)
+	return mode == hoHelp || mode == hoHelpLeave
+}
+
+// asleepLendable reports whether a sleeper at pc is in park's sleep, where
+// lendGen is odd: the futex phase, S4 and waitLent.
+func asleepLendable(pc uint8) bool {
+	switch pc {
+	case pcF1, pcF2, pcF3, pcF3Asleep, pcF4, pcS4Wait, pcS4Asleep, pcS4Load, pcW1, pcW2, pcWAsleep, pcW3:
+		return true
+	}
+	return false
 }
 
 // afterD1 moves deferring sender t on after D1: to D2, or (broken) done.
@@ -979,7 +1150,7 @@ func (m *parkModel) checkEnd(s *pmState) pmViolation {
 			v |= vFutexFlag
 		}
 		if s.pc[w] != pcDone { // blocked on the channel
-			if s.work[w] && !(s.dflag[w] && m.someAwake(s)) {
+			if s.work[w] && !(s.dflag[w] && m.someAwake(s)) || s.left[w] {
 				v |= vLostWakeup
 			}
 			if s.state[w] != workerParked {
@@ -1054,7 +1225,11 @@ func exploreParkModel(sc parkScenario, v parkVariant, stateless bool) parkOutcom
 // asleep, F4, S4 wait, asleep, load, store; a deferring sender: P1, P1
 // unlock, P2-P4 load, DF, DA, D1 swap and add, D2, P4 CAS, dec, wake), so a
 // longer schedule means a loop in the model.
-const maxParkSchedule = 13 * pmThreads
+//
+// A helping caller takes at most 11 (L, P1, its unlock, G, B1-B3, P4
+// load, CAS, dec, wake), and its sleeper 5 more per lend (S4 load, W1,
+// W2, W asleep, W3).
+const maxParkSchedule = 18 * pmThreads
 
 // explore checks s, then every schedule from s (each enabled thread's step in
 // turn), and counts them; at a state where no thread can step it runs the
@@ -1160,7 +1335,7 @@ func parkTrace(sc parkScenario, v parkVariant, sched []uint8) string {
 func stateNames(st []uint32) []string {
 	var s []string
 	for _, x := range st {
-		s = append(s, [...]string{"running", "parked", "woken", "exited"}[x])
+		s = append(s, [...]string{"running", "parked", "woken", "exited", "lent"}[x])
 	}
 	return s
 }
@@ -1198,6 +1373,21 @@ var parkScenarios = []parkScenario{
 	{name: "1 sleeper in the futex phase, 1 releaser", sleepers: 1, senders: []int{0}, handoff: []uint8{hoRelease}, futex: []bool{true}},
 	{name: "2 sleepers, a releaser and a sender to the same sleeper", sleepers: 2, senders: []int{0, 0}, handoff: []uint8{hoRelease, hoNone}},
 	{name: "2 sleepers, a releaser and a deferring sender to the same sleeper", sleepers: 2, senders: []int{0, 0}, handoff: []uint8{hoRelease, hoDefer}},
+	// Callers that help (help.go): an Ask that borrows the sleeping owner,
+	// serves its mailbox and gives it back, racing senders that find the
+	// owner lent, and wakers.
+	{name: "1 sleeper, 1 helping caller", sleepers: 1, senders: []int{0}, handoff: []uint8{hoHelp}},
+	{name: "1 sleeper, 1 helping caller that leaves the visit", sleepers: 1, senders: []int{0}, handoff: []uint8{hoHelpLeave}},
+	{name: "1 sleeper, a helping caller and a sender", sleepers: 1, senders: []int{0, 0}, handoff: []uint8{hoHelp, hoNone}},
+	{name: "1 sleeper, a helping caller that leaves the visit and a sender", sleepers: 1, senders: []int{0, 0}, handoff: []uint8{hoHelpLeave, hoNone}},
+	{name: "1 sleeper, 2 helping callers", sleepers: 1, senders: []int{0, 0}, handoff: []uint8{hoHelp, hoHelpLeave}},
+	{name: "1 sleeper in the futex phase, a helping caller and a sender", sleepers: 1, senders: []int{0, 0}, handoff: []uint8{hoHelp, hoNone}, futex: []bool{true}},
+	{name: "2 sleepers, a helping caller and a deferring sender to the same sleeper", sleepers: 2, senders: []int{0, 0}, handoff: []uint8{hoHelp, hoDefer}},
+	{name: "2 sleepers, a helping caller and a releaser to the same sleeper", sleepers: 2, senders: []int{0, 0}, handoff: []uint8{hoHelp, hoRelease}},
+	{name: "1 sleeper, a late helping caller", sleepers: 1, senders: []int{0}, handoff: []uint8{hoHelpLate}},
+	{name: "1 sleeper, a helping caller that leaves the visit and a late helping caller", sleepers: 1, senders: []int{0, 0}, handoff: []uint8{hoHelpLeave, hoHelpLate}},
+	{name: "1 sleeper in the futex phase, a late helping caller and a sender", sleepers: 1, senders: []int{0, 0}, handoff: []uint8{hoHelpLate, hoNone}, futex: []bool{true}},
+	{name: "2 sleepers, a helping caller that leaves the visit and a handoff sender that wakes, to different sleepers", sleepers: 2, senders: []int{0, 1}, handoff: []uint8{hoHelpLeave, hoWake}},
 }
 
 // parkScenarioNamed returns the scenario of that name.
@@ -1238,13 +1428,16 @@ func TestParkModel(t *testing.T) {
 		if !slices.Contains(sc.handoff, hoDefer) {
 			require.Zero(t, o.ends&deferHows, "%s: a deferral without a deferring sender", sc.name)
 		}
+		if !slices.ContainsFunc(sc.handoff, isHelp) {
+			require.Zero(t, o.ends&(helpHows|1<<howLendFailed), "%s: a helping caller's ending without one", sc.name)
+		}
 		if sc.name == "1 sleeper in the futex phase, 1 sender" {
 			// With the futex phase, the smallest scenario still reaches
 			// every ending, and every way the phase can end: the sleeper
 			// may yet sleep on the channel (after a timeout), and a sender
 			// signals either phase.
 			for h := howS3Won; h < howCount; h++ {
-				if h == howAsleep || h == howServed || deferHows&(1<<h) != 0 {
+				if h == howAsleep || h == howServed || (deferHows|helpHows|1<<howLendFailed)&(1<<h) != 0 {
 					continue
 				}
 				require.NotZero(t, o.ends&(1<<h), "%s: no interleaving ends with %q", sc.name, howNames[h])
@@ -1261,7 +1454,14 @@ func TestParkModel(t *testing.T) {
 	for h := howDeferred; h <= howS3Deferred; h++ {
 		require.NotZero(t, ends&(1<<h), "no interleaving ends with %q", howNames[h])
 	}
+	// Helping callers serve and give the owner back asleep, or woken.
+	for h := howHelped; h <= howHelpWoke; h++ {
+		require.NotZero(t, ends&(1<<h), "no interleaving ends with %q", howNames[h])
+	}
 }
+
+// isHelp reports whether a handoff mode is a helping caller's.
+func isHelp(mode uint8) bool { return mode == hoHelp || mode == hoHelpLeave || mode == hoHelpLate }
 
 // The memoised search counts exactly the schedules a plain enumeration
 // visits one by one, with the same verdicts and the same first
@@ -1338,16 +1538,24 @@ func TestParkModelCatchesBrokenProtocols(t *testing.T) {
 		// A sender found the flag set before its unlocking store was
 		// visible, and the worker serving the flag skipped the held lock.
 		{brokenServeUnsettled, vLostWakeup},
+		// A sender found the owner lent and did not wake it; the helper
+		// gave it back asleep without looking.
+		{brokenHelpNoRecheck, vLostWakeup},
+		// The helper left the rest of its visit to an owner it did not
+		// wake.
+		{brokenHelpLeftIgnored, vLostWakeup},
 	} {
 		name := parkVariantNames[b.v]
 		// The deferral's variants run the scenarios with a deferring
 		// sender, the others those without.
 		deferral := b.v == brokenDeferNoRecheck || b.v == brokenS3IgnoresDeferred || b.v == brokenServeUnsettled
+		help := b.v == brokenHelpNoRecheck || b.v == brokenHelpLeftIgnored
 		t.Run(name, func(t *testing.T) {
 			var found pmViolation
 			caught, ran := 0, 0
 			for _, sc := range parkScenarios {
-				if slices.Contains(sc.handoff, hoDefer) != deferral {
+				if slices.Contains(sc.handoff, hoDefer) != deferral && !help ||
+					help && !slices.ContainsFunc(sc.handoff, isHelp) {
 					continue
 				}
 				ran++

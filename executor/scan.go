@@ -157,7 +157,8 @@ func (w *worker) wakeThiefAt(now time.Duration) bool {
 
 // processGulped processes the n envelopes just gulped from mb: it makes mb
 // the current mailbox, recorded as drained by this worker's batch (for the
-// local send path, see send), and calls processCurrent.
+// local send path, see send), and calls processCurrent. (beginVisit does
+// the same for a helping caller; this one stays inline: see batchDone.)
 func (w *worker) processGulped(mb *mailbox, n int) {
 	// drainer pairs with the local send path's load (send.go), which
 	// compares the batch's goroutine with its own: stored by the drainer
@@ -171,6 +172,19 @@ func (w *worker) processGulped(mb *mailbox, n int) {
 	w.awakeGulps++
 	w.awakeMsgs += n
 	w.processCurrent()
+}
+
+// beginVisit is processGulped without the processing, for a helping
+// caller (help.go).
+func (w *worker) beginVisit(mb *mailbox, n int) {
+	if mb.drainer.Load() != &w.batch { // see processGulped
+		mb.drainer.Store(&w.batch)
+	}
+	w.cur = mb
+	w.regulps = 0
+	w.gulped = n
+	w.awakeGulps++
+	w.awakeMsgs += n
 }
 
 // processCurrent drains the batch of w.cur, re-taking the mailbox while it
@@ -217,6 +231,53 @@ func (w *worker) processCurrent() {
 		w.gulped = n
 		w.flushHandoff() // more work of our own: wake the handoff's owner (see handoff.go)
 	}
+}
+
+// batchDone ends the drained batch of w.cur for a helping caller
+// (help.go), as processCurrent's loop does after its drain: it counts the
+// batch's local sends, resets the batch and releases the mailbox, re-taking
+// it if it refilled meanwhile, mayRegulp holds, and fewer than
+// Config.Regulps re-takes were made in this visit. It reports whether it
+// re-took it (a new batch to drain); otherwise the visit is over and w.cur
+// is nil. processCurrent keeps its copy inline (a call per visit costs the
+// dynamic send about 1% more instructions): keep the two in step.
+func (w *worker) batchDone(mayRegulp bool) bool {
+	e, mb := w.e, w.cur
+	w.limit = 0
+	w.st.LocalSends += uint64(w.buf.Pushed() - w.gulped) // always: Stats.MessagesSent needs it
+	if w.stats {
+		w.st.GulpSize.Observe(uint64(w.gulped))
+	}
+	// grown pairs with the watcher's Load and Swap (reclaimIdle,
+	// park.go), which gives the buffers back.
+	if w.buf.Cap() > e.cfg.QueueCapacity && !e.grown.Load() {
+		e.grown.Store(true) // give back when idle (see reclaimIdle)
+	}
+	w.buf.Reset(e.cfg.QueueCapacity)
+	regulp := mayRegulp && w.regulps < e.cfg.Regulps && !e.shutdown.Load() // shutdown: Stop's store
+	n, left, by := mb.release(&w.buf, regulp)
+	if n+left > 0 {
+		w.noteRefill(mb, n+left, by)
+	}
+	if n == 0 {
+		w.cur = nil
+		// Messages arrived while we held the mailbox, but it is not
+		// ours to re-take: if its owner (a thief took it) sleeps,
+		// wake it. This is the sender's half of the wake-up protocol
+		// (see park.go): the release's lock and unlocking store (P1)
+		// published them. sleepers pairs with park's Add (S1), owner
+		// with the swap's hooks (stealHooks).
+		if left > 0 && e.sleepers.Load() != 0 {
+			if o := e.workers[mb.owner.Load()]; o != w {
+				o.wake()
+			}
+		}
+		return false
+	}
+	w.regulps++
+	w.gulped = n
+	w.flushHandoff() // more work of our own: wake the handoff's owner (see handoff.go)
+	return true
 }
 
 // noteVisit publishes the visit that begins (its counter w.seq and the

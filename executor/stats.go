@@ -130,6 +130,7 @@ type WorkerStats struct {
 	handoffs      uint64 // handed-off mailboxes this worker served itself (see handoff.go)
 	asksStarted   uint64 // requests begun on this worker (see Executor.askStarted)
 	asksDone      uint64 // requests ended on this worker
+	callerVisits  uint64 // mailbox visits made by callers that borrowed this worker (help.go)
 	private       uint64 // messages taken from private queues (privqueue.go)
 	control       uint64 // control envelopes taken (supervise.go): not user messages
 	// closed counts the dead letters Stop took from this worker's

@@ -21,6 +21,10 @@ const (
 	workerParked                // asleep, or about to sleep, on its event
 	workerWoken                 // moved out of parked by another goroutine (any caller of wake or wakeOnly)
 	workerExited                // the worker goroutine has returned
+	// workerLent: parked, and lent to a goroutine outside the system that
+	// serves one of its mailboxes as this worker (see help.go). Only that
+	// goroutine moves it out of this state, back to parked.
+	workerLent
 )
 
 // worker is one executor thread: a goroutine locked to an OS thread that
@@ -167,6 +171,31 @@ type worker struct {
 	// back its grown spare buffer, and swapped back by the worker when it
 	// wakes (see reclaimIdle, reclaimOwn).
 	reclaimReq atomic.Bool
+	// lentWait is set by the worker while, in park, it waits for a caller
+	// that borrowed it to give it back (waitLent); loaded by that caller
+	// after it has, to signal the event (see help.go).
+	lentWait atomic.Bool
+	// lendGen is odd while the worker sleeps in park (the futex phase and
+	// the channel), past every write it makes to its private fields before
+	// waking: the only window in which a caller may borrow it (see
+	// help.go). Written by the worker, read by lenders.
+	lendGen atomic.Uint64
+	// lentTail says that a helping caller stopped after a behaviour whose
+	// statuses (lentStatus, the actor's; msgStatus, the message's) are
+	// still to be applied, by the owner (see finishLent). Written by the
+	// helper while it holds the worker, read and cleared by the owner
+	// after the give-back.
+	lentTail   bool
+	lentStatus Allocation
+	// visitLeft is set by a helping caller that leaves the rest of a
+	// visit to this worker (in its buffer), before it gives the worker
+	// back, and cleared by the worker when it finishes that visit
+	// (finishLent); lenders load it after their CAS and give the worker
+	// back untouched while it is set (see help.go).
+	visitLeft atomic.Bool
+	// lent is this worker's entry in the table of helping callers
+	// (lentTab, see help.go), filled by each caller that borrows it.
+	lent lentEntry
 	// ev is the worker's sleep: park waits on it with state as the word
 	// (S4); wakers signal it after their CAS parked -> woken (wakeOnly).
 	ev event.Event
@@ -243,6 +272,7 @@ func newWorker(e *Executor, id, lo, hi int) *worker {
 	}
 	w.buf = copyq.New[envelope](e.cfg.QueueCapacity)
 	w.initPark()
+	w.lent.w = w // see help.go
 	return w
 }
 
@@ -373,6 +403,9 @@ func (w *worker) loop() {
 		if spun {
 			w.park()
 			idle, visits = 0, 0
+			if w.cur != nil {
+				w.finishLent() // a visit a helping caller left to us (see help.go)
+			}
 		}
 	}
 }

@@ -359,6 +359,15 @@ func (q *Queue[T]) PopRef() *T {
 	return &q.buf[q.head-1]
 }
 
+// Peek returns a pointer to the oldest element without removing it, or
+// nil when the queue is empty.
+func (q *Queue[T]) Peek() *T {
+	if q.head == len(q.buf) {
+		return nil
+	}
+	return &q.buf[q.head]
+}
+
 // LastPopped returns a pointer to the element most recently popped since the
 // last Reset (by PopRef), or nil if none was.
 func (q *Queue[T]) LastPopped() *T {

@@ -261,3 +261,18 @@ func TestAdoptAndShrink(t *testing.T) {
 		t.Fatal("shrank a queue holding an element")
 	}
 }
+
+// Peek returns the element PopRef would return next, without removing it.
+func TestPeek(t *testing.T) {
+	q := New[int](2)
+	require.Nil(t, q.Peek())
+	*q.Next() = 1
+	*q.Next() = 2
+	require.Equal(t, 1, *q.Peek())
+	require.Equal(t, 1, *q.Peek(), "Peek does not remove")
+	require.Equal(t, 1, *q.PopRef())
+	require.Equal(t, 2, *q.Peek())
+	require.Equal(t, 1, *q.LastPopped())
+	q.PopRef()
+	require.Nil(t, q.Peek())
+}

@@ -359,13 +359,17 @@ func (q *Queue[T]) PopRef() *T {
 	return &q.buf[q.head-1]
 }
 
-// Peek returns a pointer to the oldest element without removing it, or
-// nil when the queue is empty.
+// Peek returns a pointer to the oldest element without removing it (the
+// one PopRef would return next, in the next segment when the array is
+// exhausted), or nil when the queue is empty.
 func (q *Queue[T]) Peek() *T {
-	if q.head == len(q.buf) {
-		return nil
+	if q.head < len(q.buf) {
+		return &q.buf[q.head]
 	}
-	return &q.buf[q.head]
+	if s := q.next; s != nil && len(s.elems) > 0 {
+		return &s.elems[0] // PopRef makes s the array, then returns this
+	}
+	return nil
 }
 
 // LastPopped returns a pointer to the element most recently popped since the

@@ -276,3 +276,19 @@ func TestPeek(t *testing.T) {
 	q.PopRef()
 	require.Nil(t, q.Peek())
 }
+
+// Peek sees the next segment's first element when the array is exhausted.
+func TestPeekAcrossSegments(t *testing.T) {
+	q := New[int](2)
+	n := SegmentLen + 3
+	for i := range n {
+		*q.Next() = i
+	}
+	for i := range n {
+		p := q.Peek()
+		require.NotNil(t, p, "element %d", i)
+		require.Equal(t, i, *p)
+		require.Equal(t, i, *q.PopRef())
+	}
+	require.Nil(t, q.Peek())
+}

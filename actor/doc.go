@@ -131,7 +131,9 @@
 // returns, as on a worker, or the asker stays locked); a runtime.Goexit in
 // the behaviour ends the asker; and a behaviour that blocks until the
 // asker has gone on never returns, which is one more reason for a
-// behaviour not to block. WithoutCallerHelp turns helping off.
+// behaviour not to block. The goroutine of an actor.Go function helps in
+// the same way when it hands its Reply back. WithoutCallerHelp turns
+// helping off.
 //
 // # Entities
 //

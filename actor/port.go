@@ -189,7 +189,12 @@ func AskAsync[TR, R any, Req RequestPtr[TR, R]](to Port[Req], req Req, replyTo P
 // A panic in f is recovered and delivered as the Reply's Err (a
 // *PanicError), and so is a call of runtime.Goexit in f (t.FailNow in a
 // test): a Reply always comes. If the actor has terminated when f returns, the result is dropped and counted
-// (Stats.LateReplies). Error: ErrNotSpawned for a zero port.
+// (Stats.LateReplies). When f has returned and the actor's worker is
+// parked, the goroutine that ran f delivers the Reply itself, as that
+// worker, as a caller that helps does (see "Callers that help" in the
+// package documentation; WithoutCallerHelp turns it off): the Reply's
+// behaviour, and those queued before it, may then run on that goroutine.
+// Error: ErrNotSpawned for a zero port.
 func Go[R any](replyTo Port[*Reply[R]], f func() (R, error)) error {
 	if f == nil {
 		panic("actor: Go with a nil function")

@@ -84,8 +84,9 @@ func WithoutStatistics() Option { return option(func(c *executor.Config) { c.NoS
 
 // WithoutCallerHelp turns callers that help off: a goroutine waiting in Ask
 // for an actor whose worker is parked then wakes that worker, instead of
-// delivering the request (and the messages queued before it) itself. See
-// Ask for what helping changes for the asking goroutine.
+// delivering the request (and the messages queued before it) itself, and
+// the goroutine of a Go function wakes it to deliver its Reply. See Ask for
+// what helping changes for the asking goroutine.
 func WithoutCallerHelp() Option { return option(func(c *executor.Config) { c.NoCallerHelp = true }) }
 
 // WithConfig applies every engine setting of cfg that is set (non-zero),

@@ -207,7 +207,8 @@ type Config struct {
 	// NoCallerHelp turns callers that help off: a goroutine outside the
 	// system that waits in Ask for an actor whose worker is parked then
 	// wakes the worker instead of delivering the request, and any
-	// messages queued before it, itself (see Ask).
+	// messages queued before it, itself (see Ask); so does the goroutine
+	// of a Go function with its Reply.
 	NoCallerHelp bool
 	// OnError, if set, is called with every *PanicError as it happens, on
 	// the goroutine that recovered it: a worker's, or that of a caller

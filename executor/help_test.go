@@ -584,3 +584,67 @@ func TestHelpStress(t *testing.T) {
 		})
 	}
 }
+
+// goHelpProbe starts a Go job in onStart and records, in onReply, the
+// goroutine its Reply's behaviour ran on and whether it was in a
+// behaviour there.
+type goHelpProbe struct {
+	cell    Cell
+	replies Port[*Reply[uintptr]]
+	release chan struct{}
+	got     chan [2]uintptr // {the Go function's goroutine, the Reply behaviour's}
+	in      atomic.Bool
+}
+
+type goStart struct{ Message }
+
+func (p *goHelpProbe) onStart(*goStart) Allocation {
+	_ = Go(p.replies, func() (uintptr, error) {
+		<-p.release
+		return goid.Get(), nil
+	})
+	return Nodelete
+}
+
+func (p *goHelpProbe) onReply(r *Reply[uintptr]) Allocation {
+	p.in.Store(InBehaviour())
+	p.got <- [2]uintptr{r.Value, goid.Get()}
+	return Nodelete
+}
+
+// The goroutine of a Go function whose actor's worker is parked delivers
+// the Reply itself, as that worker (a caller that helps): the Reply's
+// behaviour runs on that goroutine, in a behaviour, counted once; with
+// NoCallerHelp the worker is woken and runs it.
+func TestGoHandsBackItsReply(t *testing.T) {
+	if !goid.Supported {
+		t.Skip("callers help only where goroutine identity is supported")
+	}
+	for _, noHelp := range []bool{false, true} {
+		t.Run(fmt.Sprint("NoCallerHelp=", noHelp), func(t *testing.T) {
+			cfg := helpCfg()
+			cfg.NoCallerHelp = noHelp
+			e, err := Start(cfg)
+			require.NoError(t, err)
+			p := &goHelpProbe{release: make(chan struct{}), got: make(chan [2]uintptr, 1)}
+			require.NoError(t, Spawn(e, &p.cell, p))
+			p.replies, err = Bind(&p.cell, p, (*goHelpProbe).onReply)
+			require.NoError(t, err)
+			require.NoError(t, Send(&p.cell, p, &goStart{}, (*goHelpProbe).onStart))
+			waitLendable(t, e) // the job started, and the worker sleeps
+			close(p.release)
+			g := <-p.got
+			require.True(t, p.in.Load(), "the Reply's behaviour was not in a behaviour")
+			if noHelp {
+				require.NotEqual(t, g[0], g[1], "the Go function's goroutine ran the Reply's behaviour")
+				require.Zero(t, callerVisits(e))
+			} else {
+				require.Equal(t, g[0], g[1], "the Reply's behaviour did not run on the Go function's goroutine")
+				require.Equal(t, uint64(1), callerVisits(e))
+			}
+			require.NoError(t, SendPill(&p.cell, p, NewPill(Finished)))
+			require.NoError(t, e.Stop(context.Background()))
+			require.Equal(t, uint64(3), e.Stats().Workers[0].MessagesProcessed(), "start, reply and pill, each counted once")
+		})
+	}
+}

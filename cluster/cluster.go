@@ -1,0 +1,719 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"regexp"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/actord/actord/actor"
+	"github.com/actord/actord/remote"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Errors returned by this package; test them with errors.Is.
+var (
+	// ErrJoined: a kind was defined or hosted after Join, or Join was
+	// called twice.
+	ErrJoined = errors.New("cluster: already joined")
+	// ErrNotJoined: the cluster has not joined yet, has left, or its
+	// membership lease lapsed and it has not joined again yet.
+	ErrNotJoined = errors.New("cluster: not a member")
+	// ErrNameInUse: Join found a live member of the same name.
+	ErrNameInUse = errors.New("cluster: a live member has this name")
+	// ErrBadName: a node, kind, singleton name or entity id that this
+	// package cannot use (see Join, NewKind, Kind.Get).
+	ErrBadName = errors.New("cluster: invalid name")
+	// ErrNoHost: no live member hosts the kind.
+	ErrNoHost = errors.New("cluster: no live member hosts the kind")
+	// ErrOwnerLost: the node that holds the activation left the cluster,
+	// or NATS had no subscriber for it, while an ask was in flight, or
+	// before it was sent. The message may or may not have been processed
+	// (at most once); Get or Ask again to reach the next activation.
+	ErrOwnerLost = errors.New("cluster: the activation's node is gone")
+	// ErrKV: a JetStream key-value operation failed (the error wraps the
+	// cause).
+	ErrKV = errors.New("cluster: key-value store error")
+	// ErrFenced: the activation was refused or stopped because this node
+	// no longer holds its key (its membership lease lapsed, or another
+	// node took the key over).
+	ErrFenced = errors.New("cluster: activation fenced")
+)
+
+// validName is what node, kind and singleton names may contain: one NATS
+// subject token that is also a JetStream key-value key and bucket name.
+var validName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+
+// Option configures a Cluster (New).
+type Option func(*config)
+
+type config struct {
+	ttl    time.Duration
+	name   string
+	reg    prometheus.Registerer
+	log    *slog.Logger
+	jsOpts []jetstream.JetStreamOpt
+}
+
+// WithTTL sets the membership lease (default 5s): a member that has not
+// refreshed its key for this long is out of the cluster, and its entities
+// may be activated elsewhere. It refreshes every TTL/4 and stops its own
+// activations when its last successful refresh was sent more than 4/5 of
+// a TTL ago (the fence; see the package documentation). Every member of
+// a cluster must use the same TTL: the first to join creates the buckets
+// with it. At least 200ms.
+func WithTTL(d time.Duration) Option { return func(c *config) { c.ttl = d } }
+
+// WithName sets the cluster's name (default "actord"): it prefixes the
+// key-value buckets (<name>_members, <name>_activations,
+// <name>_singletons) and the control subjects (<name>.cluster.>), so
+// that several clusters may share one NATS account.
+func WithName(name string) Option { return func(c *config) { c.name = name } }
+
+// WithRegisterer registers the cluster's metrics (see metrics.go) with r.
+func WithRegisterer(r prometheus.Registerer) Option { return func(c *config) { c.reg = r } }
+
+// WithLogger sets the logger of the cluster's warnings (default: none).
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.log = l } }
+
+// Member is one node of the cluster as its members' bucket shows it.
+type Member struct {
+	Node        string   `json:"node"`  // its remote.Node name, the key of its record
+	Incarnation string   `json:"inc"`   // random, new at each Join and each rejoin after a lapse
+	Kinds       []string `json:"kinds"` // the entity kinds it hosts, sorted
+	Revision    uint64   `json:"-"`     // the record's key-value revision
+}
+
+func (m Member) hosts(kind string) bool {
+	_, ok := slices.BinarySearch(m.Kinds, kind)
+	return ok
+}
+
+// EventType says what happened to a member.
+type EventType int
+
+// The event types.
+const (
+	MemberJoined EventType = iota + 1 // a member not in the view appeared
+	MemberLeft                        // a member left, or its lease lapsed
+	MemberUpdated                     // a member's record changed (a new incarnation)
+)
+
+func (e EventType) String() string {
+	switch e {
+	case MemberJoined:
+		return "joined"
+	case MemberLeft:
+		return "left"
+	case MemberUpdated:
+		return "updated"
+	}
+	return "unknown"
+}
+
+// Event is a change of this node's view of the members.
+type Event struct {
+	Type   EventType
+	Member Member
+}
+
+// Cluster is one node's membership of a cluster: made with New on top of a
+// remote.Node, given its kinds (NewKind, Host), then Join. It is safe for
+// concurrent use.
+type Cluster struct {
+	sys  *actor.System
+	node *remote.Node
+	nc   *nats.Conn
+	cfg  config
+	log  *slog.Logger
+	m    *metrics
+
+	// Set by Join, read-only afterwards.
+	js          jetstream.JetStream
+	members     jetstream.KeyValue
+	activations jetstream.KeyValue
+	singletons  jetstream.KeyValue
+	ctl         *nats.Subscription
+
+	// ctx is cancelled by Leave; it bounds every goroutine of the cluster,
+	// which wg counts.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	// mu guards the fields below it; kinds is written by NewKind and Host
+	// before Join only, read by anyone after (joined is the barrier).
+	mu     sync.Mutex
+	kinds  map[string]kindRuntime
+	joined bool
+	left   bool
+
+	// lease guards the membership lease: written by the refresher
+	// goroutine and by the fence timer, read by every activation (which
+	// registers under it, so that the fence stops it or it sees the fence).
+	lease leaseState
+
+	// viewMu guards view, written by the membership goroutine, read by
+	// Get, placement and Members.
+	viewMu sync.RWMutex
+	view   map[string]Member
+
+	// subMu guards subs (written by Subscribe and its cancel; read by the
+	// membership goroutine, which calls them) and inflight (asks in
+	// flight per owner node: written by Kind.Ask, read by the membership
+	// goroutine when a member leaves).
+	subMu    sync.Mutex
+	subs     map[int]func(Event)
+	nextSub  int
+	inflight map[string]map[*context.CancelCauseFunc]struct{}
+}
+
+type leaseState struct {
+	mu     sync.Mutex
+	held   bool      // the member key is ours and fresh: activations may run
+	inc    string    // our incarnation while held (and the last one after)
+	rev    uint64    // revision of our member record
+	until  time.Time // when the fence stops our activations unless refreshed
+	timer  *time.Timer
+	epoch  uint64 // incremented at each fence; an activation records it
+	fenced int    // lapses since Join (tests and logs)
+}
+
+// New returns a cluster member for the node, not joined yet: define kinds
+// (NewKind), host some (Host), then Join. The node's name is the member's
+// name; it must match [A-Za-z0-9_-]{1,128}.
+func New(sys *actor.System, node *remote.Node, opts ...Option) (*Cluster, error) {
+	cfg := config{ttl: 5 * time.Second, name: "actord"}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.ttl < 200*time.Millisecond {
+		return nil, fmt.Errorf("cluster: TTL %v below 200ms", cfg.ttl)
+	}
+	if !validName.MatchString(cfg.name) {
+		return nil, fmt.Errorf("%w: cluster name %q", ErrBadName, cfg.name)
+	}
+	if !validName.MatchString(node.Name()) {
+		return nil, fmt.Errorf("%w: node name %q", ErrBadName, node.Name())
+	}
+	log := cfg.log
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	m := newMetrics()
+	if cfg.reg != nil {
+		if err := m.register(cfg.reg); err != nil {
+			return nil, err
+		}
+	}
+	return &Cluster{sys: sys, node: node, nc: node.Conn(), cfg: cfg, log: log, m: m,
+		kinds: map[string]kindRuntime{}, view: map[string]Member{}, subs: map[int]func(Event){},
+		inflight: map[string]map[*context.CancelCauseFunc]struct{}{}}, nil
+}
+
+// Name returns this member's name (its remote.Node's).
+func (c *Cluster) Name() string { return c.node.Name() }
+
+// Incarnation returns this member's current incarnation, new at each Join
+// and each rejoin after its lease lapsed; empty before Join.
+func (c *Cluster) Incarnation() string {
+	c.lease.mu.Lock()
+	defer c.lease.mu.Unlock()
+	return c.lease.inc
+}
+
+func newIncarnation() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Join creates the cluster's buckets if need be (the members' bucket with
+// the TTL as its maximum age), writes this member's record, reads the
+// members and starts the goroutines that keep the record fresh and the
+// view current. It returns once this member is in its own view. Errors:
+// ErrJoined, ErrNameInUse, ErrKV.
+func (c *Cluster) Join(ctx context.Context) error {
+	c.mu.Lock()
+	if c.joined {
+		c.mu.Unlock()
+		return ErrJoined
+	}
+	c.joined = true
+	c.mu.Unlock()
+
+	js, err := jetstream.New(c.nc, c.cfg.jsOpts...)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrKV, err)
+	}
+	c.js = js
+	marker := max(c.cfg.ttl, time.Second) // the server's floor for marker TTLs is 1s
+	if c.members, err = bucket(ctx, js, jetstream.KeyValueConfig{Bucket: c.cfg.name + "_members", History: 1, TTL: c.cfg.ttl, LimitMarkerTTL: marker}); err != nil {
+		return err
+	}
+	if c.activations, err = bucket(ctx, js, jetstream.KeyValueConfig{Bucket: c.cfg.name + "_activations", History: 1}); err != nil {
+		return err
+	}
+	if c.singletons, err = bucket(ctx, js, jetstream.KeyValueConfig{Bucket: c.cfg.name + "_singletons", History: 1, TTL: c.cfg.ttl, LimitMarkerTTL: marker}); err != nil {
+		return err
+	}
+	inc := newIncarnation()
+	rec := c.record(inc)
+	sent := time.Now()
+	rev, err := c.members.Create(ctx, c.Name(), rec)
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		return fmt.Errorf("%w: %q", ErrNameInUse, c.Name())
+	}
+	if err != nil {
+		c.m.kvErrors.Inc()
+		return fmt.Errorf("%w: writing the member record: %w", ErrKV, err)
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.lease.mu.Lock()
+	c.lease.held, c.lease.inc, c.lease.rev = true, inc, rev
+	c.armLocked(sent)
+	c.lease.mu.Unlock()
+
+	c.ctl, err = c.nc.Subscribe(c.ctlSubject(c.Name()), c.onControl)
+	if err != nil {
+		c.cancel()
+		return fmt.Errorf("cluster: control subscription: %w", err)
+	}
+	seen := make(chan struct{})
+	c.wg.Add(3)
+	go c.refresher()
+	go c.membership(seen)
+	go c.fenceWatch()
+	select {
+	case <-seen:
+		return nil
+	case <-ctx.Done():
+		c.Leave(context.Background())
+		return fmt.Errorf("cluster: Join waiting for its own record: %w", ctx.Err())
+	}
+}
+
+func bucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	kv, err := js.CreateKeyValue(ctx, cfg)
+	if errors.Is(err, jetstream.ErrBucketExists) {
+		kv, err = js.KeyValue(ctx, cfg.Bucket)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: bucket %s: %w", ErrKV, cfg.Bucket, err)
+	}
+	return kv, nil
+}
+
+func (c *Cluster) record(inc string) []byte {
+	kinds := []string{}
+	for name, k := range c.kinds {
+		if k.hosted() {
+			kinds = append(kinds, name)
+		}
+	}
+	slices.Sort(kinds)
+	b, _ := json.Marshal(Member{Node: c.Name(), Incarnation: inc, Kinds: kinds})
+	return b
+}
+
+// fenceAfter is how long after sending its last successful refresh a
+// member keeps its lease: the key, written after that send, expires on
+// the server no sooner than a TTL later; the fifth left is the margin for
+// the fence timer to run and for clocks running at different rates.
+func (c *Cluster) fenceAfter() time.Duration { return c.cfg.ttl * 4 / 5 }
+
+// armLocked extends the lease to sent+fenceAfter and (re)arms the fence
+// timer. Called with lease.mu held.
+func (c *Cluster) armLocked(sent time.Time) {
+	c.lease.until = sent.Add(c.fenceAfter())
+	d := time.Until(c.lease.until)
+	if c.lease.timer == nil {
+		c.lease.timer = time.AfterFunc(d, c.fenceTimer)
+	} else {
+		c.lease.timer.Reset(d)
+	}
+}
+
+// fenceTimer runs when the lease may have lapsed: if no refresh extended it
+// meanwhile, it fences this member.
+func (c *Cluster) fenceTimer() {
+	c.lease.mu.Lock()
+	if !c.lease.held || time.Now().Before(c.lease.until) {
+		c.lease.mu.Unlock()
+		return
+	}
+	c.fenceLocked("membership lease lapsed")
+	c.lease.mu.Unlock()
+}
+
+// fenceLocked marks the lease lost and stops every local activation. Called
+// with lease.mu held; activations register under it (see activate), so
+// none starts after this without a new lease.
+func (c *Cluster) fenceLocked(why string) {
+	c.lease.held = false
+	c.lease.epoch++
+	c.lease.fenced++
+	c.m.leaseLapses.Inc()
+	c.log.Warn("cluster: fencing this member's activations", "node", c.Name(), "why", why)
+	for _, k := range c.kinds {
+		k.fenceAll()
+	}
+}
+
+// leaseEpoch returns the lease's epoch if it is held.
+func (c *Cluster) leaseEpoch() (uint64, string, bool) {
+	c.lease.mu.Lock()
+	defer c.lease.mu.Unlock()
+	return c.lease.epoch, c.lease.inc, c.lease.held && time.Now().Before(c.lease.until)
+}
+
+// refresher keeps the member record fresh (every TTL/4) and joins again,
+// under a new incarnation, after a lapse.
+func (c *Cluster) refresher() {
+	defer c.wg.Done()
+	tick := time.NewTicker(c.cfg.ttl / 4)
+	defer tick.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		c.refresh()
+	}
+}
+
+func (c *Cluster) refresh() {
+	c.lease.mu.Lock()
+	held, inc, rev, epoch := c.lease.held, c.lease.inc, c.lease.rev, c.lease.epoch
+	c.lease.mu.Unlock()
+	if !held {
+		inc = newIncarnation()
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.ttl/5)
+	defer cancel()
+	sent := time.Now()
+	newRev, err := c.members.Update(ctx, c.Name(), c.record(inc), rev)
+	if err != nil && !held {
+		// The old record has expired (or never existed): join anew.
+		newRev, err = c.members.Create(ctx, c.Name(), c.record(inc))
+	}
+	c.lease.mu.Lock()
+	defer c.lease.mu.Unlock()
+	if c.ctx.Err() != nil || c.lease.epoch != epoch {
+		return // left meanwhile, or fenced during the update: next tick
+	}
+	if err != nil {
+		c.m.refreshFailures.Inc()
+		if held && isWrongRevision(err) {
+			// Our record is gone or someone else's: our lease is over.
+			c.fenceLocked("member record changed or expired")
+		}
+		return
+	}
+	if !held {
+		c.log.Info("cluster: joined again", "node", c.Name(), "incarnation", inc)
+	}
+	c.lease.held, c.lease.inc, c.lease.rev = true, inc, newRev
+	c.armLocked(sent)
+}
+
+func isWrongRevision(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyNotFound)
+}
+
+// Leave stops this member: it stops its singletons and activations
+// (their actors get actor.FinishedMsg) and waits for their ends, bounded
+// by ctx, releases their keys, deletes its member record (the others see
+// it leave at once), and stops its goroutines. The remote.Node and the
+// actor.System are the caller's, closed after. Leave is idempotent.
+func (c *Cluster) Leave(ctx context.Context) error {
+	c.mu.Lock()
+	if !c.joined || c.left || c.cancel == nil {
+		c.left = true
+		c.mu.Unlock()
+		return nil
+	}
+	c.left = true
+	c.mu.Unlock()
+
+	c.lease.mu.Lock()
+	c.lease.held = false
+	c.lease.epoch++
+	if c.lease.timer != nil {
+		c.lease.timer.Stop()
+	}
+	rev := c.lease.rev
+	c.lease.mu.Unlock()
+	var errs []error
+	for _, k := range c.kinds {
+		errs = append(errs, k.releaseAll(ctx))
+	}
+	c.cancel() // stops singletons, refresher, membership, fence watch
+	c.wg.Wait()
+	if c.ctl != nil {
+		_ = c.ctl.Unsubscribe()
+	}
+	if err := c.members.Delete(ctx, c.Name(), jetstream.LastRevision(rev)); err != nil && !isWrongRevision(err) {
+		errs = append(errs, fmt.Errorf("%w: deleting the member record: %w", ErrKV, err))
+	}
+	return errors.Join(errs...)
+}
+
+// Members returns this node's view of the live members, sorted by name.
+func (c *Cluster) Members() []Member {
+	c.viewMu.RLock()
+	defer c.viewMu.RUnlock()
+	out := make([]Member, 0, len(c.view))
+	for _, m := range c.view {
+		out = append(out, m)
+	}
+	slices.SortFunc(out, func(a, b Member) int {
+		if a.Node < b.Node {
+			return -1
+		}
+		if a.Node > b.Node {
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// Subscribe calls f with every change of this node's view of the members,
+// from now on, until cancel is called. Calls come from one goroutine, one at
+// a time, in the order the view changed (for one member: joined, then
+// updated or left; never left before joined); f must not block for long,
+// since membership waits for it. A subscriber learns the members present
+// before it subscribed from Members.
+func (c *Cluster) Subscribe(f func(Event)) (cancel func()) {
+	c.subMu.Lock()
+	id := c.nextSub
+	c.nextSub++
+	c.subs[id] = f
+	c.subMu.Unlock()
+	return func() {
+		c.subMu.Lock()
+		delete(c.subs, id)
+		c.subMu.Unlock()
+	}
+}
+
+// membership keeps the view: a key-value watch of the members' bucket,
+// restarted every TTL (a watch does not recover by itself after a
+// reconnection, and a restart reads every record afresh: the reconcile),
+// and after any error. seen is closed once this member is in the view.
+func (c *Cluster) membership(seen chan struct{}) {
+	defer c.wg.Done()
+	once := sync.OnceFunc(func() { close(seen) })
+	for c.ctx.Err() == nil {
+		c.watchMembers(once)
+		select {
+		case <-c.ctx.Done():
+		case <-time.After(c.cfg.ttl / 20):
+		}
+	}
+}
+
+func (c *Cluster) watchMembers(seen func()) {
+	ctx, cancel := context.WithCancel(c.ctx)
+	defer cancel()
+	w, err := c.members.WatchAll(ctx)
+	if err != nil {
+		c.m.kvErrors.Inc()
+		return
+	}
+	defer w.Stop()
+	restart := time.NewTimer(c.cfg.ttl)
+	defer restart.Stop()
+	snapshot := map[string]Member{}
+	initial := true
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-restart.C:
+			return
+		case e, ok := <-w.Updates():
+			if !ok {
+				return
+			}
+			if initial {
+				if e == nil { // the end of the current records
+					initial = false
+					c.applySnapshot(snapshot)
+					if _, ok := snapshot[c.Name()]; ok {
+						seen()
+					}
+					continue
+				}
+				if m, ok := decodeMember(e); ok {
+					snapshot[m.Node] = m
+				}
+				continue
+			}
+			if e == nil {
+				continue
+			}
+			if m, ok := decodeMember(e); ok {
+				c.applyChange(m.Node, &m)
+				if m.Node == c.Name() {
+					seen()
+				}
+			} else {
+				c.applyChange(e.Key(), nil)
+			}
+		}
+	}
+}
+
+// decodeMember decodes a put; it reports false for deletes, purges, and
+// expiry markers.
+func decodeMember(e jetstream.KeyValueEntry) (Member, bool) {
+	if e.Operation() != jetstream.KeyValuePut {
+		return Member{}, false
+	}
+	var m Member
+	if json.Unmarshal(e.Value(), &m) != nil || m.Node != e.Key() {
+		return Member{}, false
+	}
+	m.Revision = e.Revision()
+	return m, true
+}
+
+// applySnapshot makes the view the snapshot's, and tells the differences.
+func (c *Cluster) applySnapshot(s map[string]Member) {
+	c.viewMu.RLock()
+	var gone []string
+	for name := range c.view {
+		if _, ok := s[name]; !ok {
+			gone = append(gone, name)
+		}
+	}
+	c.viewMu.RUnlock()
+	slices.Sort(gone)
+	for _, name := range gone {
+		c.applyChange(name, nil)
+	}
+	names := make([]string, 0, len(s))
+	for name := range s {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		m := s[name]
+		c.applyChange(name, &m)
+	}
+}
+
+// applyChange sets (m non-nil) or removes the view's member of that name and
+// tells subscribers. Only the membership goroutine calls it.
+func (c *Cluster) applyChange(name string, m *Member) {
+	c.viewMu.Lock()
+	old, had := c.view[name]
+	var ev Event
+	switch {
+	case m == nil && had:
+		delete(c.view, name)
+		ev = Event{Type: MemberLeft, Member: old}
+	case m != nil && !had:
+		c.view[name] = *m
+		ev = Event{Type: MemberJoined, Member: *m}
+	case m != nil && had && (old.Incarnation != m.Incarnation || !slices.Equal(old.Kinds, m.Kinds)):
+		c.view[name] = *m
+		ev = Event{Type: MemberUpdated, Member: *m}
+	case m != nil:
+		c.view[name] = *m // a refresh: the revision only
+	}
+	n := len(c.view)
+	c.viewMu.Unlock()
+	c.m.members.Set(float64(n))
+	if ev.Type == 0 {
+		return
+	}
+	if ev.Type == MemberLeft || ev.Type == MemberUpdated {
+		c.ownerLost(name)
+	}
+	c.subMu.Lock()
+	subs := make([]func(Event), 0, len(c.subs))
+	ids := make([]int, 0, len(c.subs))
+	for id := range c.subs {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		subs = append(subs, c.subs[id])
+	}
+	c.subMu.Unlock()
+	for _, f := range subs {
+		f(ev)
+	}
+}
+
+// ownerLost cancels the asks in flight to the node, with ErrOwnerLost.
+func (c *Cluster) ownerLost(node string) {
+	c.subMu.Lock()
+	set := c.inflight[node]
+	delete(c.inflight, node)
+	c.subMu.Unlock()
+	for f := range set {
+		(*f)(fmt.Errorf("%w: member %q left", ErrOwnerLost, node))
+	}
+}
+
+// trackAsk registers an ask in flight to node; the returned func unregisters it.
+func (c *Cluster) trackAsk(node string, cancel *context.CancelCauseFunc) func() {
+	c.subMu.Lock()
+	set := c.inflight[node]
+	if set == nil {
+		set = map[*context.CancelCauseFunc]struct{}{}
+		c.inflight[node] = set
+	}
+	set[cancel] = struct{}{}
+	c.subMu.Unlock()
+	return func() {
+		c.subMu.Lock()
+		if s := c.inflight[node]; s != nil {
+			delete(s, cancel)
+			if len(s) == 0 {
+				delete(c.inflight, node)
+			}
+		}
+		c.subMu.Unlock()
+	}
+}
+
+// liveInView returns the view's member of that name and incarnation.
+func (c *Cluster) liveInView(node, inc string) bool {
+	c.viewMu.RLock()
+	m, ok := c.view[node]
+	c.viewMu.RUnlock()
+	return ok && m.Incarnation == inc
+}
+
+// liveInStore reads the member's record from the store: the authority
+// before taking an activation over.
+func (c *Cluster) liveInStore(ctx context.Context, node, inc string) (bool, error) {
+	e, err := c.members.Get(ctx, node)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		c.m.kvErrors.Inc()
+		return false, fmt.Errorf("%w: reading member %q: %w", ErrKV, node, err)
+	}
+	m, ok := decodeMember(e)
+	return ok && m.Incarnation == inc, nil
+}

@@ -1,0 +1,643 @@
+package cluster
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/actord/actord/actor"
+	"github.com/actord/actord/remote"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// kindRuntime is what the cluster needs of a Kind whatever its types.
+type kindRuntime interface {
+	hosted() bool
+	// activate makes this node's activation of id, or finds who holds it;
+	// it returns the node that holds it.
+	activate(ctx context.Context, id string) (string, error)
+	// fenceAll stops every local activation (the lease lapsed). Called
+	// with the cluster's lease.mu held.
+	fenceAll()
+	// fenceKey stops the local activation of id if its key now has a
+	// revision above the activation's (another node took it over).
+	fenceKey(id string, rev uint64)
+	// releaseAll stops every local activation and waits for their ends
+	// (Leave).
+	releaseAll(ctx context.Context) error
+}
+
+// Kind is an entity kind of the cluster: entities of one actor type,
+// addressed by (kind, id), reached through one request behaviour whose
+// request type is Req (it embeds actor.Request[R]) and reply type R, both
+// encoded with the codecs given to NewKind. Every member that gets entities
+// of the kind defines it (NewKind); the members that run them also Host it.
+type Kind[TR, R any, Req actor.RequestPtr[TR, R]] struct {
+	c     *Cluster
+	name  string
+	req   remote.Codec[Req]
+	reply remote.Codec[R]
+
+	// spawn is set by Host before Join, read-only afterwards: it makes a
+	// fresh actor for id and returns its request port and a func that
+	// stops it.
+	spawn func(id string) (actor.Port[Req], func(), error)
+
+	// mu guards acts: written by activate, by the end of an activation
+	// (ended) and read by Get's fast path, the fences and Leave.
+	mu   sync.Mutex
+	acts map[string]*activation[Req]
+}
+
+// activation is one local activation of an id, from its claim to its end.
+// Its fields are written before ready is closed, by the goroutine that
+// claims it, and read after by anyone; fenced is guarded by Kind.mu.
+type activation[Req any] struct {
+	ready chan struct{} // closed when the claim is over (port or err set)
+	err   error         // the claim failed: see owner
+	owner string        // with err == nil and no port: the node holding it
+	port  actor.Port[Req]
+	stop  func() // unexports the activation and sends its actor FinishedMsg
+	rev   uint64 // the key's revision at our claim: the fence
+	ended chan struct{} // closed once the actor ended and the key is released
+
+	fenced bool // stopped by a fence (guarded by Kind.mu)
+}
+
+// entityKey is the activation key of (kind, id): the id is base64url
+// encoded, since JetStream keys allow a few characters only.
+func entityKey(kind, id string) string {
+	return kind + "." + base64.RawURLEncoding.EncodeToString([]byte(id))
+}
+
+func parseKey(key string) (kind, id string, ok bool) {
+	kind, enc, ok := strings.Cut(key, ".")
+	if !ok {
+		return "", "", false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(enc)
+	return kind, string(b), err == nil
+}
+
+// exportName is the remote name of an activation on its node.
+func exportName(kind, id string) string { return "cluster/" + kind + "/" + id }
+
+// maxID bounds an entity id, so that its key fits JetStream's limits.
+const maxID = 512
+
+// ownerRecord is the value of an activation key: the holder's name and
+// incarnation. The key is stale when that incarnation is not a live member.
+type ownerRecord struct {
+	Node        string `json:"node"`
+	Incarnation string `json:"inc"`
+}
+
+// NewKind defines the entity kind name on c, whose entities take requests
+// Req answered with R. The name must match [A-Za-z0-9_-]{1,128}. Kinds are
+// defined before Join. Errors: ErrBadName, ErrJoined, remote.ErrUnencodable
+// (a codec's type has fields it would not encode).
+func NewKind[TR, R any, Req actor.RequestPtr[TR, R]](c *Cluster, name string, req remote.Codec[Req], reply remote.Codec[R]) (*Kind[TR, R, Req], error) {
+	if req == nil || reply == nil {
+		panic("cluster: NewKind with a nil codec")
+	}
+	if !validName.MatchString(name) {
+		return nil, fmt.Errorf("%w: kind %q", ErrBadName, name)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.joined {
+		return nil, ErrJoined
+	}
+	if _, ok := c.kinds[name]; ok {
+		return nil, fmt.Errorf("%w: kind %q defined twice", ErrBadName, name)
+	}
+	k := &Kind[TR, R, Req]{c: c, name: name, req: req, reply: reply, acts: map[string]*activation[Req]{}}
+	c.kinds[name] = k
+	return k, nil
+}
+
+// Host makes this member run entities of the kind k: factory makes the
+// actor of an id each time the id is activated here, behaviour is the
+// behaviour that requests reach, opts are the options of every Spawn
+// (actor.WithPassivation among them ends an idle activation and releases
+// its key). Host is called before Join; the member's record then lists
+// the kind, and placement may choose it. Errors: ErrJoined.
+func Host[T any, A actor.Ref[T], TR, R any, Req interface {
+	actor.RequestPtr[TR, R]
+	actor.Msg[TR]
+}](k *Kind[TR, R, Req], factory func(id string) A, behaviour func(A, Req) actor.Allocation, opts ...actor.SpawnOption) error {
+	if factory == nil || behaviour == nil {
+		panic("cluster: Host with a nil factory or behaviour")
+	}
+	k.c.mu.Lock()
+	defer k.c.mu.Unlock()
+	if k.c.joined {
+		return ErrJoined
+	}
+	k.spawn = func(id string) (actor.Port[Req], func(), error) {
+		a, err := actor.Spawn(k.c.sys, factory(id), opts...)
+		if err != nil {
+			return actor.Port[Req]{}, nil, err
+		}
+		p, err := actor.Bind(a, behaviour)
+		stop := func() { _ = actor.SendPill(a, actor.FinishedMsg) }
+		if err != nil {
+			stop()
+			return actor.Port[Req]{}, nil, err
+		}
+		return p, stop, nil
+	}
+	return nil
+}
+
+// Name returns the kind's name.
+func (k *Kind[TR, R, Req]) Name() string { return k.name }
+
+func (k *Kind[TR, R, Req]) hosted() bool { return k.spawn != nil }
+
+// Get returns a port to the one live activation of the entity id of the
+// kind: a local port when it runs on this node, a remote one otherwise,
+// activating the entity first if no live member holds it, on the member
+// that placement chooses (rendezvous hashing of the id over the live
+// members that host the kind, in this node's view). A Get right after the
+// activation of id, on any node, finds it (the key is written before the
+// activation answers). The port may outlive the activation (passivation,
+// a node that leaves): its asks then fail (remote.ErrUnknownName,
+// actor.ErrTerminated, ErrOwnerLost) and a new Get finds the next one; Ask
+// does that for you.
+//
+// Errors: ErrBadName (an empty id, or one over 512 bytes), ErrNotJoined,
+// ErrNoHost, ErrKV, ErrFenced, ctx's error.
+func (k *Kind[TR, R, Req]) Get(ctx context.Context, id string) (remote.Asker[Req, R], error) {
+	p, _, err := k.get(ctx, id, false)
+	return p, err
+}
+
+// Ask asks the entity id: Get, then Ask on the port, again (with a new Get
+// that goes to the key's holder) while the request was refused before
+// delivery (remote.ErrUnknownName: the activation ended in between). The
+// request is delivered at most once. If the node that holds the
+// activation leaves or dies while the ask waits, or NATS has no subscriber
+// for it, Ask returns an error wrapping ErrOwnerLost (the request may have
+// been processed); asking again reaches the next activation. Errors: those
+// of Get, and those of the port's Ask (see remote.RequestPort.Ask and
+// actor.Ask).
+func (k *Kind[TR, R, Req]) Ask(ctx context.Context, id string, req Req) (R, error) {
+	var zero R
+	for attempt := 0; ; attempt++ {
+		p, owner, err := k.get(ctx, id, attempt > 0)
+		if err != nil {
+			return zero, err
+		}
+		if owner == k.c.Name() {
+			return p.Ask(ctx, req)
+		}
+		actx, cancel := context.WithCancelCause(ctx)
+		untrack := k.c.trackAsk(owner, &cancel)
+		r, err := p.Ask(actx, req)
+		untrack()
+		cause := context.Cause(actx)
+		cancel(nil)
+		switch {
+		case err == nil:
+			return r, nil
+		case ctx.Err() != nil:
+			return zero, err
+		case errors.Is(cause, ErrOwnerLost):
+			return zero, fmt.Errorf("cluster: ask to %s/%s on %s: %w", k.name, id, owner, cause)
+		case errors.Is(err, remote.ErrNoResponders):
+			return zero, fmt.Errorf("cluster: ask to %s/%s on %s: %w: %w", k.name, id, owner, ErrOwnerLost, err)
+		case errors.Is(err, remote.ErrUnknownName):
+			// Not delivered: the activation ended before the request came.
+			if err := sleepCtx(ctx, time.Duration(min(attempt, 10))*time.Millisecond); err != nil {
+				return zero, err
+			}
+			continue
+		}
+		return zero, err
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// get resolves id to a port and the node it leads to. force skips the
+// view: the holder of the key (or the placement's choice) is asked to
+// activate, which it does if its activation has ended.
+func (k *Kind[TR, R, Req]) get(ctx context.Context, id string, force bool) (remote.Asker[Req, R], string, error) {
+	if id == "" || len(id) > maxID {
+		return nil, "", fmt.Errorf("%w: entity id of %d bytes", ErrBadName, len(id))
+	}
+	c := k.c
+	if _, _, ok := c.leaseEpoch(); !ok {
+		return nil, "", ErrNotJoined
+	}
+	for {
+		if p, ok := k.localPort(id); ok {
+			return remote.Local(p), c.Name(), nil
+		}
+		owner, target, err := k.lookup(ctx, id)
+		if err != nil {
+			return nil, "", err
+		}
+		if owner != "" && !force && owner != c.Name() {
+			return k.port(owner, id)
+		}
+		if owner != "" {
+			target = owner
+		}
+		if target == c.Name() {
+			owner, err = k.activate(ctx, id)
+		} else {
+			owner, err = c.requestActivate(ctx, target, k.name, id)
+		}
+		if errors.Is(err, nats.ErrNoResponders) || errors.Is(err, errRetry) {
+			// The target is gone and our view does not know yet, or the
+			// local activation ended as it was found: try again.
+			if err := sleepCtx(ctx, c.cfg.ttl/20); err != nil {
+				return nil, "", fmt.Errorf("cluster: Get %s/%s: %w", k.name, id, err)
+			}
+			force = false
+			continue
+		}
+		if err != nil {
+			return nil, "", err
+		}
+		if owner == c.Name() {
+			continue // the local fast path finds it
+		}
+		return k.port(owner, id)
+	}
+}
+
+func (k *Kind[TR, R, Req]) port(owner, id string) (remote.Asker[Req, R], string, error) {
+	p, err := remote.ImportRequest(k.c.node, owner, exportName(k.name, id), k.req, k.reply)
+	if err != nil {
+		return nil, "", err
+	}
+	return p, owner, nil
+}
+
+// localPort returns the port of a live local activation of id.
+func (k *Kind[TR, R, Req]) localPort(id string) (actor.Port[Req], bool) {
+	k.mu.Lock()
+	a := k.acts[id]
+	fenced := a != nil && a.fenced
+	k.mu.Unlock()
+	if a == nil || fenced {
+		return actor.Port[Req]{}, false
+	}
+	select {
+	case <-a.ready:
+	default:
+		return actor.Port[Req]{}, false
+	}
+	select {
+	case <-a.ended:
+		return actor.Port[Req]{}, false
+	default:
+	}
+	if a.err != nil || a.port == (actor.Port[Req]{}) {
+		return actor.Port[Req]{}, false
+	}
+	return a.port, true
+}
+
+// lookup reads id's key: owner is its holder when that holder is live in
+// this node's view; otherwise target is the member placement chooses.
+func (k *Kind[TR, R, Req]) lookup(ctx context.Context, id string) (owner, target string, err error) {
+	c := k.c
+	e, err := c.activations.Get(ctx, entityKey(k.name, id))
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+	case err != nil:
+		c.m.kvErrors.Inc()
+		return "", "", fmt.Errorf("%w: reading %s/%s: %w", ErrKV, k.name, id, err)
+	default:
+		var rec ownerRecord
+		if json.Unmarshal(e.Value(), &rec) == nil && c.liveInView(rec.Node, rec.Incarnation) {
+			return rec.Node, "", nil
+		}
+	}
+	target = k.place(id)
+	if target == "" {
+		return "", "", fmt.Errorf("%w: %q", ErrNoHost, k.name)
+	}
+	return "", target, nil
+}
+
+// place chooses the member for id: the highest rendezvous score among the
+// live members hosting the kind in this node's view.
+func (k *Kind[TR, R, Req]) place(id string) string {
+	c := k.c
+	c.viewMu.RLock()
+	defer c.viewMu.RUnlock()
+	best, bestScore := "", uint64(0)
+	for name, m := range c.view {
+		if !m.hosts(k.name) {
+			continue
+		}
+		if s := score(name, k.name, id); best == "" || s > bestScore || s == bestScore && name < best {
+			best, bestScore = name, s
+		}
+	}
+	return best
+}
+
+// score is the rendezvous hash of (node, kind, id): FNV-1a, then a 64-bit
+// finalizer (splitmix64's) so that close inputs spread. It is the same in
+// every process, which placement needs.
+func score(node, kind, id string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(node))
+	h.Write([]byte{0})
+	h.Write([]byte(kind))
+	h.Write([]byte{0})
+	h.Write([]byte(id))
+	x := h.Sum64()
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+// errRetry: the activation found ended as it was looked at; look again.
+var errRetry = errors.New("cluster: retry")
+
+// activate makes this node's activation of id unless one runs here, or
+// finds the live member that holds it. Concurrent calls for one id share
+// one claim.
+func (k *Kind[TR, R, Req]) activate(ctx context.Context, id string) (string, error) {
+	if k.spawn == nil {
+		return "", fmt.Errorf("%w: %q is not hosted on %s", ErrNoHost, k.name, k.c.Name())
+	}
+	for {
+		k.mu.Lock()
+		a := k.acts[id]
+		if a == nil {
+			a = &activation[Req]{ready: make(chan struct{}), ended: make(chan struct{})}
+			k.acts[id] = a
+			k.mu.Unlock()
+			k.claim(ctx, id, a)
+			return a.owner, a.err
+		}
+		k.mu.Unlock()
+		select {
+		case <-a.ready:
+		case <-ctx.Done():
+			return "", fmt.Errorf("cluster: activating %s/%s: %w", k.name, id, ctx.Err())
+		}
+		if a.err != nil || a.port == (actor.Port[Req]{}) {
+			return a.owner, a.err // a claim that failed or found another holder
+		}
+		k.mu.Lock()
+		fenced := a.fenced
+		k.mu.Unlock()
+		select {
+		case <-a.ended:
+			continue // ended after the claim (and removed): claim again
+		default:
+		}
+		if !fenced {
+			return k.c.Name(), nil
+		}
+		// Stopping: wait for its end, then claim again.
+		select {
+		case <-a.ended:
+		case <-ctx.Done():
+			return "", fmt.Errorf("cluster: activating %s/%s: %w", k.name, id, ctx.Err())
+		}
+	}
+}
+
+// claim takes id's key (create, or update over a stale or own revision),
+// spawns the actor and exports it; a's fields are set and ready is closed
+// when it returns.
+func (k *Kind[TR, R, Req]) claim(ctx context.Context, id string, a *activation[Req]) {
+	c := k.c
+	start := time.Now()
+	fail := func(owner string, err error) {
+		a.owner, a.err = owner, err
+		k.mu.Lock()
+		if k.acts[id] == a {
+			delete(k.acts, id)
+		}
+		k.mu.Unlock()
+		close(a.ended)
+		close(a.ready)
+	}
+	epoch, inc, ok := c.leaseEpoch()
+	if !ok {
+		fail("", ErrNotJoined)
+		return
+	}
+	key := entityKey(k.name, id)
+	val, _ := json.Marshal(ownerRecord{Node: c.Name(), Incarnation: inc})
+	var rev uint64
+	for attempt := 0; ; attempt++ {
+		if attempt == 16 {
+			fail("", fmt.Errorf("%w: claiming %s/%s: too much contention", ErrKV, k.name, id))
+			return
+		}
+		e, err := c.activations.Get(ctx, key)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			rev, err = c.activations.Create(ctx, key, val)
+			if errors.Is(err, jetstream.ErrKeyExists) {
+				continue
+			}
+			if err != nil {
+				c.m.kvErrors.Inc()
+				fail("", fmt.Errorf("%w: claiming %s/%s: %w", ErrKV, k.name, id, err))
+				return
+			}
+			break
+		}
+		if err != nil {
+			c.m.kvErrors.Inc()
+			fail("", fmt.Errorf("%w: reading %s/%s: %w", ErrKV, k.name, id, err))
+			return
+		}
+		var rec ownerRecord
+		_ = json.Unmarshal(e.Value(), &rec)
+		takeover := false
+		if rec.Node != c.Name() || rec.Incarnation != inc {
+			live, err := c.liveInStore(ctx, rec.Node, rec.Incarnation)
+			if err != nil {
+				fail("", err)
+				return
+			}
+			if live {
+				fail(rec.Node, nil) // another live member holds it
+				return
+			}
+			takeover = true
+		}
+		rev, err = c.activations.Update(ctx, key, val, e.Revision())
+		if isWrongRevision(err) {
+			continue
+		}
+		if err != nil {
+			c.m.kvErrors.Inc()
+			fail("", fmt.Errorf("%w: claiming %s/%s: %w", ErrKV, k.name, id, err))
+			return
+		}
+		if takeover {
+			c.m.takeovers.Inc()
+		}
+		break
+	}
+	release := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.ttl)
+		defer cancel()
+		_ = c.activations.Delete(ctx, key, jetstream.LastRevision(rev))
+	}
+	port, stop, err := k.spawn(id)
+	if err != nil {
+		release()
+		fail("", fmt.Errorf("cluster: spawning %s/%s: %w", k.name, id, err))
+		return
+	}
+	if err := remote.ExportRequest(c.node, exportName(k.name, id), port, k.req, k.reply); err != nil {
+		stop()
+		release()
+		fail("", fmt.Errorf("cluster: exporting %s/%s: %w", k.name, id, err))
+		return
+	}
+	name := exportName(k.name, id)
+	a.stop = func() {
+		_ = c.node.Unexport(name)
+		stop()
+	}
+	// Register under the lease: a fence either ran before (the epoch
+	// moved: refuse) or runs after and finds the activation.
+	c.lease.mu.Lock()
+	if c.lease.epoch != epoch || !c.lease.held {
+		c.lease.mu.Unlock()
+		a.stop()
+		release()
+		fail("", fmt.Errorf("%w: %s/%s: the lease lapsed during the claim", ErrFenced, k.name, id))
+		return
+	}
+	k.mu.Lock()
+	a.port, a.rev, a.owner = port, rev, c.Name()
+	k.mu.Unlock()
+	c.lease.mu.Unlock()
+	watch, err := actor.WatchChan(port)
+	c.m.activations.Inc()
+	c.m.activationSeconds.Observe(time.Since(start).Seconds())
+	close(a.ready)
+	if err != nil { // ended already
+		k.ended(id, a)
+		return
+	}
+	go func() {
+		<-watch
+		k.ended(id, a)
+	}()
+}
+
+// ended cleans up after the activation's actor ended: unexport, forget,
+// release the key if it is still ours.
+func (k *Kind[TR, R, Req]) ended(id string, a *activation[Req]) {
+	c := k.c
+	_ = c.node.Unexport(exportName(k.name, id))
+	k.mu.Lock()
+	if k.acts[id] == a {
+		delete(k.acts, id)
+	}
+	k.mu.Unlock()
+	c.m.activations.Dec()
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.ttl)
+	defer cancel()
+	if err := c.activations.Delete(ctx, entityKey(k.name, id), jetstream.LastRevision(a.rev)); err != nil && !isWrongRevision(err) {
+		c.m.kvErrors.Inc()
+		c.log.Warn("cluster: releasing an activation key", "kind", k.name, "id", id, "err", err)
+	}
+	close(a.ended)
+}
+
+// running returns the local activations that have a live port.
+func (k *Kind[TR, R, Req]) running(f func(id string, a *activation[Req]) bool) []*activation[Req] {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var out []*activation[Req]
+	for id, a := range k.acts {
+		select {
+		case <-a.ready:
+		default:
+			continue
+		}
+		if a.port != (actor.Port[Req]{}) && !a.fenced && f(id, a) {
+			a.fenced = true
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func (k *Kind[TR, R, Req]) fenceAll() {
+	for _, a := range k.running(func(string, *activation[Req]) bool { return true }) {
+		k.c.m.fenced.Inc()
+		a.stop()
+	}
+}
+
+func (k *Kind[TR, R, Req]) fenceKey(id string, rev uint64) {
+	for _, a := range k.running(func(aid string, a *activation[Req]) bool { return aid == id && rev > a.rev }) {
+		k.c.m.fenced.Inc()
+		k.c.log.Warn("cluster: activation key taken over; stopping the local activation", "kind", k.name, "id", id)
+		a.stop()
+	}
+}
+
+func (k *Kind[TR, R, Req]) releaseAll(ctx context.Context) error {
+	acts := k.running(func(string, *activation[Req]) bool { return true })
+	for _, a := range acts {
+		a.stop()
+	}
+	for _, a := range acts {
+		select {
+		case <-a.ended:
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: Leave waiting for the activations of %s to end: %w", k.name, ctx.Err())
+		}
+	}
+	return nil
+}
+
+// LocalCount returns how many activations of the kind run on this node.
+func (k *Kind[TR, R, Req]) LocalCount() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	n := 0
+	for _, a := range k.acts {
+		select {
+		case <-a.ready:
+			if a.port != (actor.Port[Req]{}) && !a.fenced {
+				n++
+			}
+		default:
+		}
+	}
+	return n
+}

@@ -1,0 +1,59 @@
+package cluster
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the cluster's Prometheus metrics, registered by
+// WithRegisterer (one Cluster per registry). Prometheus types are safe
+// for concurrent use; no lock pairs with them.
+type metrics struct {
+	members           prometheus.Gauge
+	activations       prometheus.Gauge
+	takeovers         prometheus.Counter
+	fenced            prometheus.Counter
+	activationSeconds prometheus.Histogram
+	kvErrors          prometheus.Counter
+	refreshFailures   prometheus.Counter
+	leaseLapses       prometheus.Counter
+	singletons        prometheus.Gauge
+}
+
+func newMetrics() *metrics {
+	return &metrics{
+		members: prometheus.NewGauge(prometheus.GaugeOpts{Name: "actord_cluster_members",
+			Help: "Live members in this node's view of the cluster."}),
+		activations: prometheus.NewGauge(prometheus.GaugeOpts{Name: "actord_cluster_activations",
+			Help: "Entity activations running on this node."}),
+		takeovers: prometheus.NewCounter(prometheus.CounterOpts{Name: "actord_cluster_takeovers_total",
+			Help: "Activation keys this node took over from a member that was no longer live (placement moves after a failure)."}),
+		fenced: prometheus.NewCounter(prometheus.CounterOpts{Name: "actord_cluster_fenced_activations_total",
+			Help: "Local activations stopped by the fence: lease lapsed or key taken over."}),
+		activationSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "actord_cluster_activation_duration_seconds",
+			Help:    "Time from the start of a claim on this node to its activation being reachable.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18)}),
+		kvErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "actord_cluster_kv_errors_total",
+			Help: "JetStream key-value operations that failed (not counting lost compare-and-set races)."}),
+		refreshFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "actord_cluster_lease_refresh_failures_total",
+			Help: "Membership lease refreshes that failed."}),
+		leaseLapses: prometheus.NewCounter(prometheus.CounterOpts{Name: "actord_cluster_lease_lapses_total",
+			Help: "Times this node lost its membership lease and fenced its activations."}),
+		singletons: prometheus.NewGauge(prometheus.GaugeOpts{Name: "actord_cluster_singletons_held",
+			Help: "Singletons whose leader key this node holds."}),
+	}
+}
+
+func (m *metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.members, m.activations, m.takeovers, m.fenced, m.activationSeconds,
+		m.kvErrors, m.refreshFailures, m.leaseLapses, m.singletons}
+}
+
+func (m *metrics) register(r prometheus.Registerer) error {
+	var errs []error
+	for _, c := range m.collectors() {
+		errs = append(errs, r.Register(c))
+	}
+	return errors.Join(errs...)
+}

@@ -104,9 +104,9 @@ type EventType int
 
 // The event types.
 const (
-	MemberJoined EventType = iota + 1 // a member not in the view appeared
-	MemberLeft                        // a member left, or its lease lapsed
-	MemberUpdated                     // a member's record changed (a new incarnation)
+	MemberJoined  EventType = iota + 1 // a member not in the view appeared
+	MemberLeft                         // a member left, or its lease lapsed
+	MemberUpdated                      // a member's record changed (a new incarnation)
 )
 
 func (e EventType) String() string {

@@ -64,8 +64,8 @@ type activation[Req any] struct {
 	err   error         // the claim failed: see owner
 	owner string        // with err == nil and no port: the node holding it
 	port  actor.Port[Req]
-	stop  func() // unexports the activation and sends its actor FinishedMsg
-	rev   uint64 // the key's revision at our claim: the fence
+	stop  func()        // unexports the activation and sends its actor FinishedMsg
+	rev   uint64        // the key's revision at our claim: the fence
 	ended chan struct{} // closed once the actor ended and the key is released
 
 	fenced bool // stopped by a fence (guarded by Kind.mu)

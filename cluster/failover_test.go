@@ -1,0 +1,102 @@
+package cluster_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/actord/actord/cluster"
+)
+
+// A node stopped abruptly (its NATS connection closed, no Leave) in the
+// middle of traffic: asks to its entities fail with ErrOwnerLost, never
+// hang, and within about one TTL plus an activation they are answered by
+// activations on the other nodes; no id ever has two live activations
+// (the dead node fences its own before its key can expire).
+func TestFailoverAbruptStop(t *testing.T) {
+	ns := startNATS(t)
+	reg := newRegistry()
+	const ttl = time.Second
+	nodes := startNodes(t, ns.url(), reg, 3, nodeConfig{ttl: ttl, host: true})
+	ids := make([]string, 300)
+	for i := range ids {
+		ids[i] = "f" + strconv.Itoa(i)
+	}
+	owner := askAll(t, nodes[:1], ids, 8)
+	victim := nodes[2]
+	var theirs []string
+	for id, o := range owner {
+		if o == victim.name {
+			theirs = append(theirs, id)
+		}
+	}
+	if len(theirs) == 0 {
+		t.Fatal("no entity on the victim")
+	}
+
+	// Traffic from the two survivors, on every id, until stop.
+	var (
+		stop       atomic.Bool
+		wg         sync.WaitGroup
+		lost       atomic.Int64
+		unexpected atomic.Int64
+		mu         sync.Mutex
+		movedAt    = map[string]time.Duration{}
+	)
+	var killedAt atomic.Pointer[time.Time]
+	for _, n := range nodes[:2] {
+		for w := range 4 {
+			wg.Go(func() {
+				for i := w; !stop.Load(); i = (i + 4) % len(ids) {
+					id := ids[i]
+					ctx, cancel := context.WithTimeout(context.Background(), 10*ttl)
+					r, err := n.k.Ask(ctx, id, &Hit{})
+					cancel()
+					switch {
+					case err == nil:
+						if k := killedAt.Load(); k != nil && owner[id] == victim.name && r.Node != victim.name {
+							mu.Lock()
+							if _, ok := movedAt[id]; !ok {
+								movedAt[id] = time.Since(*k)
+							}
+							mu.Unlock()
+						}
+					case errors.Is(err, cluster.ErrOwnerLost):
+						lost.Add(1)
+						time.Sleep(5 * time.Millisecond)
+					default:
+						if unexpected.Add(1) <= 5 {
+							t.Errorf("%s: ask %s: %v", n.name, id, err)
+						}
+					}
+				}
+			})
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	now := time.Now()
+	killedAt.Store(&now)
+	victim.kill()
+
+	waitFor(t, 8*ttl, "every entity of the dead node answered elsewhere", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(movedAt) == len(theirs)
+	})
+	stop.Store(true)
+	wg.Wait()
+	var worst time.Duration
+	for _, d := range movedAt {
+		worst = max(worst, d)
+	}
+	t.Logf("%d entities of %s back on other nodes, the last %v after the kill (TTL %v); %d asks failed with ErrOwnerLost",
+		len(theirs), victim.name, worst, ttl, lost.Load())
+	if worst < ttl*4/5 {
+		t.Errorf("an entity moved %v after the kill, before the dead node's lease could lapse", worst)
+	}
+	reg.check(t)
+}

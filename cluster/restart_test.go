@@ -1,0 +1,153 @@
+package cluster_test
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/actord/actord/actor"
+	"github.com/actord/actord/cluster"
+)
+
+// The NATS server is down for longer than the TTL, then restarts (same
+// port, same JetStream store): every member's lease lapses, so each fences
+// its activations; once the server is back the members reconnect, join
+// again under new incarnations, their watches are restarted and their
+// views show every member's new incarnation; entities are reachable again,
+// each activated anew, never two at once.
+func TestNATSServerRestart(t *testing.T) {
+	ns := startNATS(t)
+	reg := newRegistry()
+	const ttl = time.Second
+	nodes := startNodes(t, ns.url(), reg, 3, nodeConfig{ttl: ttl, host: true})
+	ids := make([]string, 100)
+	for i := range ids {
+		ids[i] = "r" + strconv.Itoa(i)
+	}
+	askAll(t, nodes, ids, 4)
+
+	incs := map[string]string{}
+	for _, n := range nodes {
+		incs[n.name] = n.c.Incarnation()
+	}
+	ns.stop()
+	waitFor(t, 2*ttl, "every activation fenced while the server is down", func() bool {
+		for _, n := range nodes {
+			if n.k.LocalCount() != 0 {
+				return false
+			}
+		}
+		return true
+	})
+	time.Sleep(ttl)
+	ns.start()
+	start := time.Now()
+	for _, n := range nodes {
+		waitFor(t, 10*ttl, n.name+" sees every member's new incarnation", func() bool {
+			ms := n.c.Members()
+			if !slices.Equal(memberNames(n.c), []string{"n0", "n1", "n2"}) {
+				return false
+			}
+			for i, m := range ms {
+				cur := nodes[i].c.Incarnation()
+				if m.Incarnation != cur || cur == incs[m.Node] {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	t.Logf("views whole %v after the server came back", time.Since(start))
+	waitFor(t, 10*ttl, "every entity answers from every node", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), ttl)
+		defer cancel()
+		for _, n := range nodes {
+			for _, id := range ids {
+				if _, err := n.k.Ask(ctx, id, &Hit{}); err != nil {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	reg.check(t)
+}
+
+// Guard is the test singleton: it counts its live instances.
+type Guard struct {
+	actor.Actor
+	live *singletonCount
+}
+
+type singletonCount struct {
+	mu       sync.Mutex
+	live     int
+	max      int
+	starts   int
+	lastNode string
+}
+
+func (g *Guard) Started() {
+	g.live.mu.Lock()
+	g.live.live++
+	g.live.starts++
+	g.live.max = max(g.live.max, g.live.live)
+	g.live.mu.Unlock()
+}
+
+func (g *Guard) Stopped(actor.Reason) {
+	g.live.mu.Lock()
+	g.live.live--
+	g.live.mu.Unlock()
+}
+
+// One singleton instance cluster-wide: one candidate holds the key and
+// runs it; when the holder dies (its connection closed), another takes
+// over after the key expires, and two never run at once.
+func TestSingletonFailover(t *testing.T) {
+	ns := startNATS(t)
+	reg := newRegistry()
+	const ttl = time.Second
+	nodes := startNodes(t, ns.url(), reg, 3, nodeConfig{ttl: ttl})
+	count := &singletonCount{}
+	singles := make([]*cluster.Singleton, len(nodes))
+	for i, n := range nodes {
+		s, err := cluster.RunSingleton(n.c, "guard", func() *Guard { return &Guard{live: count} })
+		if err != nil {
+			t.Fatal(err)
+		}
+		singles[i] = s
+	}
+	holder := func() int {
+		h := -1
+		for i, s := range singles {
+			if s.Holding() {
+				if h >= 0 {
+					t.Errorf("%s and %s both hold the singleton", nodes[h].name, nodes[i].name)
+				}
+				h = i
+			}
+		}
+		return h
+	}
+	waitFor(t, 2*ttl, "a holder", func() bool { return holder() >= 0 })
+	time.Sleep(ttl) // stays put
+	h := holder()
+	start := time.Now()
+	nodes[h].kill()
+	waitFor(t, 5*ttl, "another holder", func() bool { i := holder(); return i >= 0 && i != h })
+	t.Logf("singleton moved from %s %v after the kill", nodes[h].name, time.Since(start))
+	waitFor(t, ttl, "one instance runs", func() bool {
+		count.mu.Lock()
+		defer count.mu.Unlock()
+		return count.live == 1
+	})
+	count.mu.Lock()
+	defer count.mu.Unlock()
+	if count.max != 1 || count.starts != 2 {
+		t.Errorf("at most %d at once, %d starts; want 1 and 2", count.max, count.starts)
+	}
+}

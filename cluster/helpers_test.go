@@ -85,12 +85,17 @@ type Counter struct {
 	id, node string
 	reg      *registry
 	hits     int
+	held     []*Hit
 }
 
 func (c *Counter) Started()             { c.reg.started(c.id) }
 func (c *Counter) Stopped(actor.Reason) { c.reg.stopped(c.id) }
 
 func (c *Counter) OnHit(m *Hit) actor.Allocation {
+	if m.N < 0 {
+		c.held = append(c.held, m) // never answered: an ask left in flight
+		return actor.Nodelete
+	}
 	c.hits++
 	m.Reply(Reply{Node: c.node, ID: c.id, Hits: c.hits})
 	return actor.Nodelete

@@ -174,7 +174,8 @@ func (k *Kind[TR, R, Req]) hosted() bool { return k.spawn != nil }
 // does that for you.
 //
 // Errors: ErrBadName (an empty id, or one over 512 bytes), ErrNotJoined,
-// ErrNoHost, ErrKV, ErrFenced, ctx's error.
+// ErrNoHost, ErrKV, ErrFenced, ctx's error; actor.ErrAskInBehaviour, at
+// once, from a behaviour (Get waits for round trips to the server).
 func (k *Kind[TR, R, Req]) Get(ctx context.Context, id string) (remote.Asker[Req, R], error) {
 	p, _, err := k.get(ctx, id, false)
 	return p, err
@@ -245,6 +246,9 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 func (k *Kind[TR, R, Req]) get(ctx context.Context, id string, force bool) (remote.Asker[Req, R], string, error) {
 	if id == "" || len(id) > maxID {
 		return nil, "", fmt.Errorf("%w: entity id of %d bytes", ErrBadName, len(id))
+	}
+	if actor.InBehaviour() {
+		return nil, "", fmt.Errorf("cluster: Get %s/%s: %w", k.name, id, actor.ErrAskInBehaviour)
 	}
 	c := k.c
 	if _, _, ok := c.leaseEpoch(); !ok {

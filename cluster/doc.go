@@ -1,0 +1,206 @@
+// Package cluster runs virtual entities and singletons over several
+// processes, with NATS as the one external engine: core NATS carries the
+// messages (package remote) and JetStream key-value buckets hold the
+// membership and the registry of activations. There is no gossip and no
+// consensus of its own: every decision that must be unique is a
+// compare-and-set on a key, decided by the JetStream server.
+//
+// # Using it
+//
+// Each process has an actor.System and a remote.Node; New makes its
+// cluster member, NewKind defines the entity kinds it will address, Host
+// says which of them it runs, and Join makes it a member:
+//
+//	node, _ := remote.Connect(sys, url, "web-1")
+//	c, _ := cluster.New(sys, node, cluster.WithTTL(5*time.Second))
+//	carts, _ := cluster.NewKind(c, "cart", remote.CBOR[*AddItem](), remote.CBOR[Total]())
+//	cluster.Host(carts, func(id string) *Cart { return &Cart{id: id} }, (*Cart).OnAdd,
+//		actor.WithPassivation(10*time.Minute))
+//	err := c.Join(ctx)
+//	...
+//	total, err := carts.Ask(ctx, "cart-42", &AddItem{SKU: "tea"}) // from any member
+//	...
+//	c.Leave(ctx); node.Close(); sys.Shutdown(ctx)
+//
+// A kind's entities are actors of one type reached through one request
+// behaviour (its message embeds actor.Request[R]); both codecs must be the
+// same on every member. Kind.Get returns a remote.Asker: a local port when
+// the activation runs on this member, a remote port otherwise. Kind.Ask is
+// Get then Ask, retried while the request was refused before delivery.
+//
+// # Membership
+//
+// The bucket <name>_members (WithName, default "actord") has a maximum age
+// of one TTL (WithTTL, default 5s) and limit markers, so that a key that is
+// not rewritten expires, and its expiry shows to watchers as a delete. Each
+// member's key is its node name; its value says its incarnation (random,
+// new at each Join) and the kinds it hosts. Join creates the key (Create:
+// it fails with ErrNameInUse if a live member has the name), a goroutine
+// rewrites it every TTL/4 with compare-and-set on its last revision, and
+// Leave deletes it. So:
+//
+//   - a member joins and leaves in about one round trip to the server (its
+//     put or delete reaches the others' watches; tested in
+//     TestMembershipJoinLeave);
+//   - a member that stops refreshing (it died, or lost the server) is out
+//     one TTL after its last refresh, plus the server's expiry timer (about
+//     1.25 TTL measured with a 1s TTL: TestMemberExpires);
+//   - each member's view (Members) comes from a watch of the bucket,
+//     restarted every TTL (a key-value watch does not recover by itself
+//     after a reconnection; the restart reads every record afresh and
+//     applies the differences): a view is at most about one TTL stale
+//     after the server comes back (TestNATSServerRestart).
+//
+// Subscribe registers a callback for the changes of this member's view:
+// MemberJoined, MemberUpdated (a new incarnation, or other kinds), and
+// MemberLeft, called from one goroutine in the order the view changed.
+// While the server is unreachable the view does not change: it holds the
+// members as last seen.
+//
+// # Leases and the fence
+//
+// A member's lease is its key. The member counts it from the moment it
+// sent its last successful refresh: the server wrote the key after that
+// moment, so the key cannot expire before one TTL after it. At 4/5 of a
+// TTL after that moment without a newer successful refresh, the member
+// fences itself: it stops every local activation (Unexport, then
+// actor.FinishedMsg) and refuses new ones (ErrFenced) until it has joined
+// again under a new incarnation, which its refresher tries every TTL/4.
+// The last fifth of the TTL is the margin for the fence timer to run late
+// and for the member's and the server's clocks to run at different rates;
+// a process stopped for longer than that (a SIGSTOP, a long VM pause) may
+// run its activations past its lease, until it wakes and its timer fires.
+//
+// # Virtual entities
+//
+// The bucket <name>_activations has one key per active entity,
+// <kind>.<base64url(id)>, whose value names the owning member and its
+// incarnation. An entity is activated on a member by compare-and-set on
+// that key: Create when it has none; Update with the last revision when it
+// names an incarnation that is not a live member (read from the members'
+// bucket itself, not from the view: a takeover, counted) or this member's
+// own incarnation (an activation that ended without releasing its key).
+// The claimant then spawns the actor, exports it under a name of its own
+// on its remote.Node, and registers it under its lease: if the lease was
+// fenced during the claim, the activation is undone (ErrFenced).
+//
+// Get reads the key: if its owner is live in this member's view, it
+// returns a port to it. Otherwise it chooses the member by rendezvous
+// hashing (the highest hash of member, kind and id among the live members
+// hosting the kind, in this member's view) and asks it to activate the
+// entity, with a core NATS request on <name>.cluster.<member>.activate; it
+// activates it locally if it chose itself. The chosen member claims the
+// key, or answers with the live member that already holds it. Concurrent
+// Gets of one id, from any members, end at the one activation: on one
+// member they share one claim, across members the compare-and-set lets one
+// win and the others find it (TestManyEntitiesExactlyOnce activates 2,000
+// entities from 4 members at once, each activated once, as counted by the
+// entities; ACTORD_CLUSTER_ENTITIES=10000 for more). A Get right after an
+// activation finds it from any member: the key is written before the
+// activation answers (TestLookupRightAfterActivation).
+//
+// An activation ends as any actor ends: by a status, a pill, a panic past
+// its supervision, its system's stop, or idle passivation
+// (actor.WithPassivation among Host's options). Its member then unexports
+// it and deletes its key with compare-and-set on its revision, so that the
+// next Get activates it again, possibly elsewhere
+// (TestPassivationReleasesKey).
+//
+// The revision fence: each member watches the activations' bucket (keys
+// and revisions only) and stops at once a local activation whose key got a
+// revision above the one it claimed: another member took it over. This is
+// what ends an activation that outlived its lease when it sees the server
+// again (TestFenceOnTakeover writes the key by hand, as a rival would).
+//
+// Placement happens only at activation. A member that joins gets new
+// entities, but existing activations stay where they are until they end
+// (TestJoinKeepsActivations): moving idle entities to a new member
+// (gradual rebalancing) is not done yet.
+//
+// # What is guaranteed
+//
+// At most one activation per id at any time, across members, restarts of
+// the server and partitions that heal, under these conditions: takeovers
+// read the members' bucket and write with compare-and-set, both decided
+// by the stream's leader (with one server, as tested; with a replicated
+// bucket, direct gets served by a lagging replica are not covered by the
+// tests), and a member's fence timer fires within TTL/5 of its deadline
+// (see "Leases and the fence"). The tests check it with counters kept by
+// the entities themselves, through an abrupt stop
+// (TestFailoverAbruptStop), a server restart longer than the TTL
+// (TestNATSServerRestart) and a takeover (TestFenceOnTakeover).
+//
+// During a partition, a member cut off from the server fences its
+// activations within 4/5 of a TTL, and its entities can be activated
+// elsewhere only after its key expired (one TTL or more): availability of
+// those ids is lost for about one TTL, never safety. An id whose key cannot
+// be read or written (the server or its JetStream unreachable) cannot be
+// activated anywhere: Get fails with ErrKV or its context's error.
+//
+// Failover time: an entity of a member that dies is reachable again on
+// another member about one TTL after the dead member's last refresh plus
+// one activation (1.4s with a 1s TTL in TestFailoverAbruptStop). Failover
+// is on demand: the next Get of the id activates it; nothing is activated
+// proactively, and the entity's state is what its factory makes (the
+// cluster moves no state).
+//
+// Delivery is at most once, as in package remote: a request is delivered
+// to one activation or to none. Kind.Ask retries only requests refused
+// before delivery (remote.ErrUnknownName: the activation had ended). An
+// ask in flight to a member that leaves or dies fails with an error
+// wrapping ErrOwnerLost as soon as the member is out of this member's view
+// (TestAskInFlightToDeadNode: about one TTL), or at once when NATS has no
+// subscriber for it; the request may have been processed. Asking again
+// reaches the next activation. Give asks a deadline.
+//
+// # Singletons
+//
+// RunSingleton makes a member a candidate for a named singleton: the
+// bucket <name>_singletons (maximum age one TTL) holds one key per
+// singleton; the candidate that creates it runs the actor and refreshes
+// the key every TTL/4; the others try to create it every TTL/4 and take
+// over when it has expired (one TTL after the holder's last refresh:
+// TestSingletonFailover). The holder stops its actor by the same fence
+// as activations, 4/5 of a TTL after its last successful refresh was sent,
+// so two instances do not run at once under the same conditions. A
+// singleton's actor is reached as the program arranges (for instance an
+// export on its member's remote.Node); the cluster does not route to it.
+//
+// # Security
+//
+// The cluster uses the remote.Node's NATS connection: the members need
+// permission to use the JetStream API for the three buckets, to publish
+// to and subscribe to <name>.cluster.>, and remote's own subjects. Any
+// client that may publish to <name>.cluster.<member>.activate can make
+// that member activate entities of the kinds it hosts, and any client that
+// may write the buckets can take members' places or activations: give
+// those permissions to members only.
+//
+// # Metrics
+//
+// WithRegisterer registers, per member: actord_cluster_members (the view's
+// size), actord_cluster_activations (running here),
+// actord_cluster_takeovers_total (keys taken over from members no longer
+// live), actord_cluster_fenced_activations_total,
+// actord_cluster_activation_duration_seconds (a histogram of claims that
+// activated here), actord_cluster_kv_errors_total,
+// actord_cluster_lease_refresh_failures_total,
+// actord_cluster_lease_lapses_total and actord_cluster_singletons_held.
+//
+// # Limits
+//
+// Kinds are defined and hosted before Join. Each member watches the
+// whole activations' bucket, so each activation's claim and release reach
+// every member: the registry's traffic grows with activations times
+// members. Get reads the key on each call (one round trip to the server);
+// there is no cache of owners yet. Entity ids are at most 512 bytes and
+// not empty. The activation request's subjects are not those of package
+// remote's security model (see "Security").
+//
+// # Concurrency
+//
+// A Cluster, its Kinds and Singletons are safe for concurrent use. Get and
+// Ask wait for round trips to the server: from a behaviour they return
+// actor.ErrAskInBehaviour at once; call them from goroutines, or from
+// behaviours through actor.Go.
+package cluster

@@ -127,8 +127,10 @@
 // tests), and a member's fence timer fires within TTL/5 of its deadline
 // (see "Leases and the fence"). The tests check it with counters kept by
 // the entities themselves, through an abrupt stop
-// (TestFailoverAbruptStop), a server restart longer than the TTL
-// (TestNATSServerRestart) and a takeover (TestFenceOnTakeover).
+// (TestFailoverAbruptStop), a silent partition of one member that heals
+// (TestPartitionHeal: its bytes held, then delivered late), a server
+// restart longer than the TTL (TestNATSServerRestart) and a takeover
+// (TestFenceOnTakeover).
 //
 // During a partition, a member cut off from the server fences its
 // activations within 4/5 of a TTL, and its entities can be activated

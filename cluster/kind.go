@@ -57,18 +57,24 @@ type Kind[TR, R any, Req actor.RequestPtr[TR, R]] struct {
 }
 
 // activation is one local activation of an id, from its claim to its end.
-// Its fields are written before ready is closed, by the goroutine that
-// claims it, and read after by anyone; fenced is guarded by Kind.mu.
+// Its fields are written by the goroutine that claims it before ready is
+// closed (port, rev and owner under Kind.mu, since the fences read them
+// from the registration on), and read after ready by anyone.
 type activation[Req any] struct {
-	ready chan struct{} // closed when the claim is over (port or err set)
-	err   error         // the claim failed: see owner
-	owner string        // with err == nil and no port: the node holding it
-	port  actor.Port[Req]
-	stop  func()        // unexports the activation and sends its actor FinishedMsg
-	rev   uint64        // the key's revision at our claim: the fence
-	ended chan struct{} // closed once the actor ended and the key is released
+	ready chan struct{}   // closed when the claim is over (port or err set)
+	err   error           // the claim failed: see owner
+	owner string          // with err == nil and no port: the node holding it
+	port  actor.Port[Req] // written under Kind.mu at the registration
+	stop  func()          // unexports the activation and sends its actor FinishedMsg
+	rev   uint64          // the key's revision at our claim: the fence
+	ended chan struct{}   // closed once the actor ended and the key is released
 
-	fenced bool // stopped by a fence (guarded by Kind.mu)
+	// Guarded by Kind.mu: fenced, set when a fence stops the activation;
+	// takenRev, the highest revision of the key that the fence watch saw
+	// while the claim was in progress (the claim refuses itself if it is
+	// above its own).
+	fenced   bool
+	takenRev uint64
 }
 
 // entityKey is the activation key of (kind, id): the id is base64url
@@ -521,31 +527,40 @@ func (k *Kind[TR, R, Req]) claim(ctx context.Context, id string, a *activation[R
 		fail("", fmt.Errorf("cluster: spawning %s/%s: %w", k.name, id, err))
 		return
 	}
-	if err := remote.ExportRequest(c.node, exportName(k.name, id), port, k.req, k.reply); err != nil {
-		stop()
-		release()
-		fail("", fmt.Errorf("cluster: exporting %s/%s: %w", k.name, id, err))
-		return
-	}
 	name := exportName(k.name, id)
 	a.stop = func() {
 		_ = c.node.Unexport(name)
 		stop()
 	}
-	// Register under the lease: a fence either ran before (the epoch
-	// moved: refuse) or runs after and finds the activation.
+	// Register under the lease, before the export makes it reachable: a
+	// fence either ran before (the epoch moved: refuse) or runs after and
+	// finds the activation; a takeover that the fence watch saw during the
+	// claim (takenRev) refuses it too.
+	refused := ""
 	c.lease.mu.Lock()
-	if c.lease.epoch != epoch || !c.lease.held {
-		c.lease.mu.Unlock()
-		a.stop()
-		release()
-		fail("", fmt.Errorf("%w: %s/%s: the lease lapsed during the claim", ErrFenced, k.name, id))
-		return
-	}
 	k.mu.Lock()
-	a.port, a.rev, a.owner = port, rev, c.Name()
+	switch {
+	case c.lease.epoch != epoch || !c.lease.held:
+		refused = "the lease lapsed during the claim"
+	case a.takenRev > rev:
+		refused = "its key was taken over during the claim"
+	default:
+		a.port, a.rev, a.owner = port, rev, c.Name()
+	}
 	k.mu.Unlock()
 	c.lease.mu.Unlock()
+	if refused != "" {
+		stop()
+		release()
+		fail("", fmt.Errorf("%w: %s/%s: %s", ErrFenced, k.name, id, refused))
+		return
+	}
+	if err := remote.ExportRequest(c.node, name, port, k.req, k.reply); err != nil {
+		// The node is closed (or the name exported twice, a bug): stop
+		// it; the watch below sees its end and releases the key.
+		c.log.Warn("cluster: exporting an activation", "kind", k.name, "id", id, "err", err)
+		a.stop()
+	}
 	watch, err := actor.WatchChan(port)
 	c.m.activations.Inc()
 	c.m.activationSeconds.Observe(time.Since(start).Seconds())
@@ -580,17 +595,14 @@ func (k *Kind[TR, R, Req]) ended(id string, a *activation[Req]) {
 	close(a.ended)
 }
 
-// running returns the local activations that have a live port.
+// running marks fenced, and returns, the registered local activations
+// (a port set: registration precedes ready, see claim) not fenced yet for
+// which f is true.
 func (k *Kind[TR, R, Req]) running(f func(id string, a *activation[Req]) bool) []*activation[Req] {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	var out []*activation[Req]
 	for id, a := range k.acts {
-		select {
-		case <-a.ready:
-		default:
-			continue
-		}
 		if a.port != (actor.Port[Req]{}) && !a.fenced && f(id, a) {
 			a.fenced = true
 			out = append(out, a)
@@ -607,7 +619,19 @@ func (k *Kind[TR, R, Req]) fenceAll() {
 }
 
 func (k *Kind[TR, R, Req]) fenceKey(id string, rev uint64) {
-	for _, a := range k.running(func(aid string, a *activation[Req]) bool { return aid == id && rev > a.rev }) {
+	k.mu.Lock()
+	a := k.acts[id]
+	stop := false
+	if a != nil {
+		if a.port == (actor.Port[Req]{}) {
+			// A claim in progress: it checks takenRev when it registers.
+			a.takenRev = max(a.takenRev, rev)
+		} else if rev > a.rev && !a.fenced {
+			a.fenced, stop = true, true
+		}
+	}
+	k.mu.Unlock()
+	if stop {
 		k.c.m.fenced.Inc()
 		k.c.log.Warn("cluster: activation key taken over; stopping the local activation", "kind", k.name, "id", id)
 		a.stop()
@@ -629,18 +653,15 @@ func (k *Kind[TR, R, Req]) releaseAll(ctx context.Context) error {
 	return nil
 }
 
-// LocalCount returns how many activations of the kind run on this node.
+// LocalCount returns how many activations of the kind run on this node
+// (registered, not stopped by a fence or Leave).
 func (k *Kind[TR, R, Req]) LocalCount() int {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	n := 0
 	for _, a := range k.acts {
-		select {
-		case <-a.ready:
-			if a.port != (actor.Port[Req]{}) && !a.fenced {
-				n++
-			}
-		default:
+		if a.port != (actor.Port[Req]{}) && !a.fenced {
+			n++
 		}
 	}
 	return n

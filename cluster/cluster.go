@@ -400,7 +400,10 @@ func (c *Cluster) refresh() {
 	if !held {
 		inc = newIncarnation()
 	}
-	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.ttl/5)
+	// A slow refresh still extends the lease from the moment it was sent:
+	// wait for it as long as the lease lasts (the next tick waits for
+	// this one).
+	ctx, cancel := context.WithTimeout(c.ctx, c.fenceAfter())
 	defer cancel()
 	sent := time.Now()
 	newRev, err := c.members.Update(ctx, c.Name(), c.record(inc), rev)

@@ -109,7 +109,7 @@ func (s *Singleton) attempt() {
 	s.mu.Unlock()
 	inc := c.Incarnation()
 	val, _ := json.Marshal(ownerRecord{Node: c.Name(), Incarnation: inc})
-	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.ttl/5)
+	ctx, cancel := context.WithTimeout(c.ctx, c.fenceAfter()) // see Cluster.refresh
 	defer cancel()
 	sent := time.Now()
 	var err error

@@ -414,7 +414,13 @@ func (c *Cluster) refresh() {
 	c.lease.mu.Lock()
 	defer c.lease.mu.Unlock()
 	if c.ctx.Err() != nil || c.lease.epoch != epoch {
-		return // left meanwhile, or fenced during the update: next tick
+		// Left meanwhile, or fenced during the update. A late success
+		// still wrote the record: keep its revision, so that the next
+		// tick's update (under a new incarnation) can replace it.
+		if err == nil && c.lease.inc == inc {
+			c.lease.rev = newRev
+		}
+		return
 	}
 	if err != nil {
 		c.m.refreshFailures.Inc()

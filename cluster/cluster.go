@@ -464,7 +464,6 @@ func (c *Cluster) Leave(ctx context.Context) error {
 	if c.lease.timer != nil {
 		c.lease.timer.Stop()
 	}
-	rev := c.lease.rev
 	c.lease.mu.Unlock()
 	var errs []error
 	for _, k := range c.kinds {
@@ -475,6 +474,9 @@ func (c *Cluster) Leave(ctx context.Context) error {
 	if c.ctl != nil {
 		_ = c.ctl.Unsubscribe()
 	}
+	c.lease.mu.Lock()
+	rev := c.lease.rev // the refresher has stopped: the record's last revision
+	c.lease.mu.Unlock()
 	if err := c.members.Delete(ctx, c.Name(), jetstream.LastRevision(rev)); err != nil && !isWrongRevision(err) {
 		errs = append(errs, fmt.Errorf("%w: deleting the member record: %w", ErrKV, err))
 	}

@@ -179,14 +179,15 @@ type Cluster struct {
 }
 
 type leaseState struct {
-	mu     sync.Mutex
-	held   bool      // the member key is ours and fresh: activations may run
-	inc    string    // our incarnation while held (and the last one after)
-	rev    uint64    // revision of our member record
-	until  time.Time // when the fence stops our activations unless refreshed
-	timer  *time.Timer
-	epoch  uint64 // incremented at each fence; an activation records it
-	fenced int    // lapses since Join (tests and logs)
+	mu      sync.Mutex
+	held    bool      // the member key is ours and fresh: activations may run
+	inc     string    // our incarnation while held (and the last one after)
+	rev     uint64    // revision of our member record
+	until   time.Time // when the fence stops our activations unless refreshed
+	timer   *time.Timer
+	epoch   uint64 // incremented at each fence; an activation records it
+	leaving bool   // set by Leave: the refresher no longer joins again
+	fenced  int    // lapses since Join (tests and logs)
 }
 
 // New returns a cluster member for the node, not joined yet: define kinds
@@ -395,8 +396,11 @@ func (c *Cluster) refresher() {
 
 func (c *Cluster) refresh() {
 	c.lease.mu.Lock()
-	held, inc, rev, epoch := c.lease.held, c.lease.inc, c.lease.rev, c.lease.epoch
+	held, inc, rev, epoch, leaving := c.lease.held, c.lease.inc, c.lease.rev, c.lease.epoch, c.lease.leaving
 	c.lease.mu.Unlock()
+	if leaving {
+		return
+	}
 	if !held {
 		inc = newIncarnation()
 	}
@@ -459,7 +463,7 @@ func (c *Cluster) Leave(ctx context.Context) error {
 	c.mu.Unlock()
 
 	c.lease.mu.Lock()
-	c.lease.held = false
+	c.lease.held, c.lease.leaving = false, true
 	c.lease.epoch++
 	if c.lease.timer != nil {
 		c.lease.timer.Stop()

@@ -100,3 +100,41 @@ func TestFailoverAbruptStop(t *testing.T) {
 	}
 	reg.check(t)
 }
+
+// A member that leaves (Leave) stops its activations and releases their
+// keys and its record at once: its entities are activated elsewhere on the
+// next ask, without waiting for a TTL.
+func TestLeaveReleasesEntities(t *testing.T) {
+	ns := startNATS(t)
+	reg := newRegistry()
+	const ttl = 5 * time.Second // long: the test must not wait for it
+	nodes := startNodes(t, ns.url(), reg, 3, nodeConfig{ttl: ttl, host: true})
+	ids := make([]string, 200)
+	for i := range ids {
+		ids[i] = "l" + strconv.Itoa(i)
+	}
+	owner := askAll(t, nodes, ids, 4)
+	start := time.Now()
+	nodes[2].stop(t)
+	waitFor(t, time.Second, "the others see it leave", func() bool {
+		return len(nodes[0].c.Members()) == 2 && len(nodes[1].c.Members()) == 2
+	})
+	after := askAll(t, nodes[:2], ids, 4)
+	took := time.Since(start)
+	moved := 0
+	for id, o := range owner {
+		if o == "n2" {
+			moved++
+			if after[id] == "n2" {
+				t.Errorf("%s still on n2", id)
+			}
+		} else if after[id] != o {
+			t.Errorf("%s moved from %s to %s", id, o, after[id])
+		}
+	}
+	t.Logf("%d entities of the leaving member activated elsewhere, all asks done %v after Leave (TTL %v)", moved, took, ttl)
+	if took > ttl/2 {
+		t.Errorf("took %v", took)
+	}
+	reg.check(t)
+}

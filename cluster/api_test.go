@@ -20,7 +20,7 @@ import (
 func TestAskInFlightToDeadNode(t *testing.T) {
 	ns := startNATS(t)
 	reg := newRegistry()
-	const ttl = time.Second
+	const ttl = 2 * time.Second
 	nodes := startNodes(t, ns.url(), reg, 2, nodeConfig{ttl: ttl, host: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

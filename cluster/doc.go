@@ -70,6 +70,10 @@
 // and for the member's and the server's clocks to run at different rates;
 // a process stopped for longer than that (a SIGSTOP, a long VM pause) may
 // run its activations past its lease, until it wakes and its timer fires.
+// A refresh may take up to 4/5 of a TTL: choose a TTL well above the
+// server's worst key-value latency under load, or members fence
+// themselves (safe, but their entities are unavailable until they join
+// again). The tests use TTLs of 1 to 5 seconds on a 2-core machine.
 //
 // # Virtual entities
 //
@@ -140,8 +144,12 @@
 // activated anywhere: Get fails with ErrKV or its context's error.
 //
 // Failover time: an entity of a member that dies is reachable again on
-// another member about one TTL after the dead member's last refresh plus
-// one activation (1.4s with a 1s TTL in TestFailoverAbruptStop). Failover
+// another member one TTL after the dead member's last refresh (so between
+// 3/4 of a TTL and one TTL after its death), plus the server's expiry
+// timer, plus the time for the others' views to drop it (the expiry's
+// marker reaches their watches at once) and one activation: 2.0s after
+// the kill for the last of 113 entities with a 2s TTL, in one run of
+// TestFailoverAbruptStop on a 2-core machine. Failover
 // is on demand: the next Get of the id activates it; nothing is activated
 // proactively, and the entity's state is what its factory makes (the
 // cluster moves no state).
@@ -151,8 +159,8 @@
 // before delivery (remote.ErrUnknownName: the activation had ended). An
 // ask in flight to a member that leaves or dies fails with an error
 // wrapping ErrOwnerLost as soon as the member is out of this member's view
-// (TestAskInFlightToDeadNode: about one TTL), or at once when NATS has no
-// subscriber for it; the request may have been processed. Asking again
+// (TestAskInFlightToDeadNode: within about one TTL), or at once when NATS
+// has no subscriber for it; the request may have been processed. Asking again
 // reaches the next activation. Give asks a deadline.
 //
 // # Singletons

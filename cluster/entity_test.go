@@ -92,7 +92,7 @@ func askAll(t testing.TB, nodes []*cnode, ids []string, workers int) map[string]
 func TestManyEntitiesExactlyOnce(t *testing.T) {
 	ns := startNATS(t)
 	reg := newRegistry()
-	nodes := startNodes(t, ns.url(), reg, 4, nodeConfig{ttl: 2 * time.Second, host: true})
+	nodes := startNodes(t, ns.url(), reg, 4, nodeConfig{ttl: 5 * time.Second, host: true})
 	n := entityCount(t)
 	ids := make([]string, n)
 	for i := range ids {

@@ -20,7 +20,7 @@ import (
 func TestFailoverAbruptStop(t *testing.T) {
 	ns := startNATS(t)
 	reg := newRegistry()
-	const ttl = time.Second
+	const ttl = 2 * time.Second
 	nodes := startNodes(t, ns.url(), reg, 3, nodeConfig{ttl: ttl, host: true})
 	ids := make([]string, 300)
 	for i := range ids {

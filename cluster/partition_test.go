@@ -128,7 +128,7 @@ func (p *proxy) close() {
 func TestPartitionHeal(t *testing.T) {
 	ns := startNATS(t)
 	reg := newRegistry()
-	const ttl = time.Second
+	const ttl = 2 * time.Second
 	px := startProxy(t, fmt.Sprintf("127.0.0.1:%d", ns.opts.Port))
 	nodes := []*cnode{
 		startNode(t, ns.url(), "n0", reg, nodeConfig{ttl: ttl, host: true}),

@@ -21,7 +21,7 @@ import (
 func TestNATSServerRestart(t *testing.T) {
 	ns := startNATS(t)
 	reg := newRegistry()
-	const ttl = time.Second
+	const ttl = 2 * time.Second
 	nodes := startNodes(t, ns.url(), reg, 3, nodeConfig{ttl: ttl, host: true})
 	ids := make([]string, 100)
 	for i := range ids {
@@ -110,7 +110,7 @@ func (g *Guard) Stopped(actor.Reason) {
 func TestSingletonFailover(t *testing.T) {
 	ns := startNATS(t)
 	reg := newRegistry()
-	const ttl = time.Second
+	const ttl = 2 * time.Second
 	nodes := startNodes(t, ns.url(), reg, 3, nodeConfig{ttl: ttl})
 	count := &singletonCount{}
 	singles := make([]*cluster.Singleton, len(nodes))

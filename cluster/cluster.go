@@ -187,7 +187,6 @@ type leaseState struct {
 	timer   *time.Timer
 	epoch   uint64 // incremented at each fence; an activation records it
 	leaving bool   // set by Leave: the refresher no longer joins again
-	fenced  int    // lapses since Join (tests and logs)
 }
 
 // New returns a cluster member for the node, not joined yet: define kinds
@@ -243,8 +242,10 @@ func newIncarnation() string {
 // the TTL as its maximum age), writes this member's record, reads the
 // members and starts the goroutines that keep the record fresh and the
 // view current. It returns once this member is in its own view. Errors:
-// ErrJoined, ErrNameInUse, ErrKV.
-func (c *Cluster) Join(ctx context.Context) error {
+// ErrJoined, ErrNameInUse, ErrKV (Join may then be called again), and,
+// after the record was written, the context's error or the control
+// subscription's (the member has then left).
+func (c *Cluster) Join(ctx context.Context) (err error) {
 	c.mu.Lock()
 	if c.joined {
 		c.mu.Unlock()
@@ -252,6 +253,13 @@ func (c *Cluster) Join(ctx context.Context) error {
 	}
 	c.joined = true
 	c.mu.Unlock()
+	defer func() {
+		if err != nil && c.cancel == nil { // failed before starting anything: Join may be tried again
+			c.mu.Lock()
+			c.joined = false
+			c.mu.Unlock()
+		}
+	}()
 
 	js, err := jetstream.New(c.nc, c.cfg.jsOpts...)
 	if err != nil {
@@ -279,7 +287,9 @@ func (c *Cluster) Join(ctx context.Context) error {
 		c.m.kvErrors.Inc()
 		return fmt.Errorf("%w: writing the member record: %w", ErrKV, err)
 	}
+	c.mu.Lock() // RunSingleton and Leave read ctx and cancel under mu
 	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.mu.Unlock()
 	c.lease.mu.Lock()
 	c.lease.held, c.lease.inc, c.lease.rev = true, inc, rev
 	c.armLocked(sent)
@@ -287,7 +297,7 @@ func (c *Cluster) Join(ctx context.Context) error {
 
 	c.ctl, err = c.nc.Subscribe(c.ctlSubject(c.Name()), c.onControl)
 	if err != nil {
-		c.cancel()
+		c.Leave(ctx)
 		return fmt.Errorf("cluster: control subscription: %w", err)
 	}
 	seen := make(chan struct{})
@@ -363,7 +373,6 @@ func (c *Cluster) fenceTimer() {
 func (c *Cluster) fenceLocked(why string) {
 	c.lease.held = false
 	c.lease.epoch++
-	c.lease.fenced++
 	c.m.leaseLapses.Inc()
 	c.log.Warn("cluster: fencing this member's activations", "node", c.Name(), "why", why)
 	for _, k := range c.kinds {

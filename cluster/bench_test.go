@@ -85,6 +85,9 @@ func BenchmarkAsk(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer sub.Unsubscribe()
+		if err := nodes[1].node.Conn().Flush(); err != nil { // the subscription is on the server
+			b.Fatal(err)
+		}
 		nc := nodes[0].node.Conn()
 		data := []byte("hit")
 		for b.Loop() {

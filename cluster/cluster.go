@@ -727,6 +727,14 @@ func (c *Cluster) liveInView(node, inc string) bool {
 	return ok && m.Incarnation == inc
 }
 
+// viewIncarnation returns the incarnation of the view's member of that name.
+func (c *Cluster) viewIncarnation(node string) (string, bool) {
+	c.viewMu.RLock()
+	m, ok := c.view[node]
+	c.viewMu.RUnlock()
+	return m.Incarnation, ok
+}
+
 // liveInStore reads the member's record from the store: the authority
 // before taking an activation over.
 func (c *Cluster) liveInStore(ctx context.Context, node, inc string) (bool, error) {

@@ -88,8 +88,8 @@
 // on its remote.Node, and registers it under its lease: if the lease was
 // fenced during the claim, the activation is undone (ErrFenced).
 //
-// Get reads the key: if its owner is live in this member's view, it
-// returns a port to it. Otherwise it chooses the member by rendezvous
+// Get reads the key (unless it knows a route, see "Limits"): if its owner
+// is live in this member's view, it returns a port to it. Otherwise it chooses the member by rendezvous
 // hashing (the highest hash of member, kind and id among the live members
 // hosting the kind, in this member's view) and asks it to activate the
 // entity, with a core NATS request on <name>.cluster.<member>.activate; it
@@ -202,9 +202,13 @@
 // Kinds are defined and hosted before Join. Each member watches the
 // whole activations' bucket, so each activation's claim and release reach
 // every member: the registry's traffic grows with activations times
-// members. Get reads the key on each call (one round trip to the server);
-// there is no cache of owners yet. Entity ids are at most 512 bytes and
-// not empty. The activation request's subjects are not those of package
+// members. Get keeps the routes it found to remote activations (at most
+// 65,536 per kind, then it starts afresh), used while their member keeps
+// the same incarnation in the view; otherwise it reads the key (one round
+// trip to the server). A route made stale by a passivation costs one
+// refused ask, which Ask retries with a fresh Get (BenchmarkAsk compares
+// Kind.Ask with an ask through a port Get returned, and with a raw NATS
+// request). Entity ids are at most 512 bytes and not empty. The activation request's subjects are not those of package
 // remote's security model (see "Security").
 //
 // # Concurrency

@@ -201,8 +201,11 @@ func TestPassivationReleasesKey(t *testing.T) {
 		spawnOpts: []actor.SpawnOption{actor.WithPassivation(100 * time.Millisecond)}})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := nodes[0].k.Ask(ctx, "p", &Hit{}); err != nil {
-		t.Fatal(err)
+	// Both members ask: one of them reaches it remotely and keeps a route.
+	for _, n := range nodes {
+		if _, err := n.k.Ask(ctx, "p", &Hit{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	waitFor(t, 2*time.Second, "the activation passivates", func() bool {
 		return nodes[0].k.LocalCount()+nodes[1].k.LocalCount() == 0
@@ -225,6 +228,15 @@ func TestPassivationReleasesKey(t *testing.T) {
 	}
 	if r.Hits != 1 {
 		t.Errorf("second activation has %d hits", r.Hits)
+	}
+	// The other member's route to the first activation is stale: its ask
+	// is refused there, and Ask finds the second one.
+	r2, err := nodes[0].k.Ask(ctx, "p", &Hit{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r2.Node != r.Node || r2.Hits != 2 {
+		t.Errorf("then from n0: %+v, want the second activation (on %s) with 2 hits", r2, r.Node)
 	}
 	reg.mu.Lock()
 	total := reg.total["p"]

@@ -54,7 +54,26 @@ type Kind[TR, R any, Req actor.RequestPtr[TR, R]] struct {
 	// (ended) and read by Get's fast path, the fences and Leave.
 	mu   sync.Mutex
 	acts map[string]*activation[Req]
+
+	// routeMu guards routes, the remote ports of the activations this
+	// member found on others (a cache, so that Get of a known entity reads
+	// no key): written by get (a new route, or a forced Get dropping one),
+	// read by get. A route is used only while its member has the same
+	// incarnation in the view; a stale one (the activation ended there)
+	// costs one refused ask (remote.ErrUnknownName), after which Ask gets
+	// again without it.
+	routeMu sync.RWMutex
+	routes  map[string]route[Req, R]
 }
+
+// route is a cached way to a remote activation.
+type route[Req, R any] struct {
+	inc  string // its member's incarnation when the route was made
+	port *remote.RequestPort[Req, R]
+}
+
+// maxRoutes bounds the route cache; when full it is emptied.
+const maxRoutes = 1 << 16
 
 // activation is one local activation of an id, from its claim to its end.
 // Its fields are written by the goroutine that claims it before ready is
@@ -124,7 +143,8 @@ func NewKind[TR, R any, Req actor.RequestPtr[TR, R]](c *Cluster, name string, re
 	if _, ok := c.kinds[name]; ok {
 		return nil, fmt.Errorf("%w: kind %q defined twice", ErrBadName, name)
 	}
-	k := &Kind[TR, R, Req]{c: c, name: name, req: req, reply: reply, acts: map[string]*activation[Req]{}}
+	k := &Kind[TR, R, Req]{c: c, name: name, req: req, reply: reply, acts: map[string]*activation[Req]{},
+		routes: map[string]route[Req, R]{}}
 	c.kinds[name] = k
 	return k, nil
 }
@@ -260,9 +280,22 @@ func (k *Kind[TR, R, Req]) get(ctx context.Context, id string, force bool) (remo
 	if _, _, ok := c.leaseEpoch(); !ok {
 		return nil, "", ErrNotJoined
 	}
+	if force {
+		k.routeMu.Lock()
+		delete(k.routes, id)
+		k.routeMu.Unlock()
+	}
 	for {
 		if p, ok := k.localPort(id); ok {
 			return remote.Local(p), c.Name(), nil
+		}
+		if !force {
+			k.routeMu.RLock()
+			r, ok := k.routes[id]
+			k.routeMu.RUnlock()
+			if ok && c.liveInView(r.port.Node(), r.inc) {
+				return r.port, r.port.Node(), nil
+			}
 		}
 		owner, target, err := k.lookup(ctx, id)
 		if err != nil {
@@ -298,10 +331,20 @@ func (k *Kind[TR, R, Req]) get(ctx context.Context, id string, force bool) (remo
 	}
 }
 
+// port returns a remote port to the activation of id on owner, and caches
+// it as id's route.
 func (k *Kind[TR, R, Req]) port(owner, id string) (remote.Asker[Req, R], string, error) {
 	p, err := remote.ImportRequest(k.c.node, owner, exportName(k.name, id), k.req, k.reply)
 	if err != nil {
 		return nil, "", err
+	}
+	if inc, ok := k.c.viewIncarnation(owner); ok {
+		k.routeMu.Lock()
+		if len(k.routes) >= maxRoutes {
+			clear(k.routes)
+		}
+		k.routes[id] = route[Req, R]{inc: inc, port: p}
+		k.routeMu.Unlock()
 	}
 	return p, owner, nil
 }

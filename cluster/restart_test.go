@@ -151,3 +151,54 @@ func TestSingletonFailover(t *testing.T) {
 		t.Errorf("at most %d at once, %d starts; want 1 and 2", count.max, count.starts)
 	}
 }
+
+// A short NATS server restart, well within the TTL: leases hold, and the
+// key-value watches, which do not recover by themselves, are restarted: a
+// member that joins afterwards is seen by all, and a takeover written
+// afterwards still fences the activation it takes.
+func TestWatchesRecoverAfterReconnect(t *testing.T) {
+	ns := startNATS(t)
+	reg := newRegistry()
+	const ttl = 2 * time.Second
+	nodes := startNodes(t, ns.url(), reg, 2, nodeConfig{ttl: ttl, host: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r, err := nodes[0].k.Ask(ctx, "w", &Hit{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	incs := []string{nodes[0].c.Incarnation(), nodes[1].c.Incarnation()}
+
+	ns.stop()
+	time.Sleep(ttl / 8)
+	ns.start()
+	waitFor(t, ttl, "both reconnected", func() bool {
+		return nodes[0].node.Conn().IsConnected() && nodes[1].node.Conn().IsConnected()
+	})
+	time.Sleep(ttl / 2) // the restarted watches are in place
+	if nodes[0].c.Incarnation() != incs[0] || nodes[1].c.Incarnation() != incs[1] {
+		t.Fatal("a lease lapsed during a short restart")
+	}
+	late := startNode(t, ns.url(), "late", reg, nodeConfig{ttl: ttl, host: true})
+	for _, n := range append(nodes, late) {
+		waitFor(t, 2*ttl, n.name+" sees the member that joined after the restart", func() bool {
+			return len(n.c.Members()) == 3
+		})
+	}
+	kv := kvOf(t, nodes[0], "actord_activations")
+	keys, err := kv.ListKeys(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range keys.Keys() {
+		if _, err := kv.Put(ctx, k, []byte(`{"node":"rival","inc":"00"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, ttl, "the activation on "+r.Node+" is fenced by the takeover", func() bool {
+		reg.mu.Lock()
+		defer reg.mu.Unlock()
+		return reg.live["w"] == 0
+	})
+	reg.check(t)
+}

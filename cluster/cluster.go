@@ -520,7 +520,8 @@ func (c *Cluster) Members() []Member {
 // from now on, until cancel is called. Calls come from one goroutine, one at
 // a time, in the order the view changed (for one member: joined, then
 // updated or left; never left before joined); f must not block for long,
-// since membership waits for it. A subscriber learns the members present
+// since membership waits for it, and must not call Leave, which waits for
+// membership. A subscriber learns the members present
 // before it subscribed from Members.
 func (c *Cluster) Subscribe(f func(Event)) (cancel func()) {
 	c.subMu.Lock()

@@ -115,6 +115,8 @@
 // revision above the one it claimed: another member took it over. This is
 // what ends an activation that outlived its lease when it sees the server
 // again (TestFenceOnTakeover writes the key by hand, as a rival would).
+// That watch is restarted when the connection has reconnected, reading
+// every key afresh (TestWatchesRecoverAfterReconnect fails without it).
 //
 // Placement happens only at activation. A member that joins gets new
 // entities, but existing activations stay where they are until they end

@@ -143,7 +143,8 @@
 // elsewhere only after its key expired (one TTL or more): availability of
 // those ids is lost for about one TTL, never safety. An id whose key cannot
 // be read or written (the server or its JetStream unreachable) cannot be
-// activated anywhere: Get fails with ErrKV or its context's error.
+// activated anywhere: Get fails with ErrKV or its context's error, and on
+// a member whose lease lapsed, with ErrNotJoined until it joins again.
 //
 // Failover time: an entity of a member that dies is reachable again on
 // another member one TTL after the dead member's last refresh (so between

@@ -2,7 +2,10 @@ package cluster_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +15,7 @@ import (
 	"github.com/actord/actord/remote"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // An ask waiting on an activation whose node dies fails with ErrOwnerLost
@@ -140,5 +144,66 @@ actord_cluster_members 1
 `
 	if err := testutil.GatherAndCompare(pr, strings.NewReader(want), "actord_cluster_activations", "actord_cluster_members"); err != nil {
 		t.Error(err)
+	}
+}
+
+// The dashboard's expressions name only metrics the cluster exports.
+func TestDashboardNamesExportedMetrics(t *testing.T) {
+	raw, err := os.ReadFile("dashboards/cluster.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Type    string `json:"type"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(raw, &d); err != nil {
+		t.Fatal(err)
+	}
+	ns := startNATS(t)
+	pr := prometheus.NewRegistry()
+	startNode(t, ns.url(), "a", newRegistry(), nodeConfig{ttl: 2 * time.Second, opts: []cluster.Option{cluster.WithRegisterer(pr)}})
+	mfs, err := pr.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exported := map[string]bool{}
+	for _, mf := range mfs {
+		exported[mf.GetName()] = true
+		if mf.GetType() == dto.MetricType_HISTOGRAM {
+			for _, s := range []string{"_bucket", "_sum", "_count"} {
+				exported[mf.GetName()+s] = true
+			}
+		}
+	}
+	metric := regexp.MustCompile(`\bactord_[a-z_]+`)
+	exprs := 0
+	for _, p := range d.Panels {
+		if p.Type == "row" {
+			continue
+		}
+		for _, tg := range p.Targets {
+			exprs++
+			found := metric.FindAllString(tg.Expr, -1)
+			if len(found) == 0 {
+				t.Errorf("panel %q: %q names no metric", p.Title, tg.Expr)
+			}
+			for _, m := range found {
+				if !exported[m] {
+					t.Errorf("panel %q names %s, which the cluster does not export", p.Title, m)
+				}
+			}
+			if strings.Count(tg.Expr, "(") != strings.Count(tg.Expr, ")") {
+				t.Errorf("panel %q: unbalanced %q", p.Title, tg.Expr)
+			}
+		}
+	}
+	if exprs == 0 {
+		t.Fatal("no expressions")
 	}
 }

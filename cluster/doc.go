@@ -199,6 +199,9 @@
 // activated here), actord_cluster_kv_errors_total,
 // actord_cluster_lease_refresh_failures_total,
 // actord_cluster_lease_lapses_total and actord_cluster_singletons_held.
+// The Grafana dashboard cluster/dashboards/cluster.json has a row of
+// panels over them, per instance (TestDashboardNamesExportedMetrics checks
+// that it names only these metrics).
 //
 // # Limits
 //

@@ -43,15 +43,7 @@ func (c *Cluster) ctlSubject(node string) string {
 // onControl answers an activation request, from a goroutine of its own:
 // the claim takes key-value round trips.
 func (c *Cluster) onControl(m *nats.Msg) {
-	c.mu.Lock()
-	if c.left {
-		c.mu.Unlock()
-		return
-	}
-	c.wg.Add(1) // Leave waits for wg only after setting left, under mu
-	c.mu.Unlock()
-	go func() {
-		defer c.wg.Done()
+	c.goTracked(func(context.Context) {
 		var req activateRequest
 		var rep activateReply
 		if err := json.Unmarshal(m.Data, &req); err != nil {
@@ -74,7 +66,26 @@ func (c *Cluster) onControl(m *nats.Msg) {
 		}
 		b, _ := json.Marshal(rep)
 		_ = m.Respond(b)
+	})
+}
+
+// goTracked runs f on a goroutine that Leave waits for, with the cluster's
+// context (cancelled by Leave); it reports false, running nothing, once
+// Leave has begun.
+func (c *Cluster) goTracked(f func(ctx context.Context)) bool {
+	c.mu.Lock()
+	if c.left || c.ctx == nil {
+		c.mu.Unlock()
+		return false
+	}
+	c.wg.Add(1) // Leave waits for wg only after setting left, under mu
+	ctx := c.ctx
+	c.mu.Unlock()
+	go func() {
+		defer c.wg.Done()
+		f(ctx)
 	}()
+	return true
 }
 
 // requestActivate asks node to activate (kind, id) and returns the node

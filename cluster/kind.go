@@ -451,10 +451,20 @@ func (k *Kind[TR, R, Req]) activate(ctx context.Context, id string) (string, err
 			a = &activation[Req]{ready: make(chan struct{}), ended: make(chan struct{})}
 			k.acts[id] = a
 			k.mu.Unlock()
-			k.claim(ctx, id, a)
-			return a.owner, a.err
+			// The claim runs on its own, bounded by two TTLs and by Leave,
+			// so that a caller that gives up fails no other caller waiting
+			// for the same claim, and leaves no claim half done.
+			started := k.c.goTracked(func(ctx context.Context) {
+				ctx, cancel := context.WithTimeout(ctx, 2*k.c.cfg.ttl)
+				defer cancel()
+				k.claim(ctx, id, a)
+			})
+			if !started {
+				k.failClaim(id, a, "", ErrNotJoined)
+			}
+		} else {
+			k.mu.Unlock()
 		}
-		k.mu.Unlock()
 		select {
 		case <-a.ready:
 		case <-ctx.Done():
@@ -489,16 +499,7 @@ func (k *Kind[TR, R, Req]) activate(ctx context.Context, id string) (string, err
 func (k *Kind[TR, R, Req]) claim(ctx context.Context, id string, a *activation[Req]) {
 	c := k.c
 	start := time.Now()
-	fail := func(owner string, err error) {
-		a.owner, a.err = owner, err
-		k.mu.Lock()
-		if k.acts[id] == a {
-			delete(k.acts, id)
-		}
-		k.mu.Unlock()
-		close(a.ended)
-		close(a.ready)
-	}
+	fail := func(owner string, err error) { k.failClaim(id, a, owner, err) }
 	epoch, inc, ok := c.leaseEpoch()
 	if !ok {
 		fail("", ErrNotJoined)
@@ -616,6 +617,19 @@ func (k *Kind[TR, R, Req]) claim(ctx context.Context, id string, a *activation[R
 		<-watch
 		k.ended(id, a)
 	}()
+}
+
+// failClaim ends a claim that made no activation: err, or the live
+// member owner holds the key.
+func (k *Kind[TR, R, Req]) failClaim(id string, a *activation[Req], owner string, err error) {
+	a.owner, a.err = owner, err
+	k.mu.Lock()
+	if k.acts[id] == a {
+		delete(k.acts, id)
+	}
+	k.mu.Unlock()
+	close(a.ended)
+	close(a.ready)
 }
 
 // ended cleans up after the activation's actor ended: unexport, forget,

@@ -456,11 +456,13 @@ func isWrongRevision(err error) bool {
 		errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyNotFound)
 }
 
-// Leave stops this member: it stops its singletons and activations
-// (their actors get actor.FinishedMsg) and waits for their ends, bounded
-// by ctx, releases their keys, deletes its member record (the others see
-// it leave at once), and stops its goroutines. The remote.Node and the
-// actor.System are the caller's, closed after. Leave is idempotent.
+// Leave stops this member: it stops its activations (Unexport, then
+// actor.FinishedMsg) and waits for their ends, bounded by ctx, each
+// releasing its key; it stops its singletons' actors and releases their
+// keys (another candidate takes over at its next attempt), deletes its
+// member record (the others see it leave at once), and stops its
+// goroutines. The remote.Node and the actor.System are the caller's,
+// closed after. Leave is idempotent.
 func (c *Cluster) Leave(ctx context.Context) error {
 	c.mu.Lock()
 	if !c.joined || c.left || c.cancel == nil {

@@ -63,6 +63,8 @@ type config struct {
 	reg    prometheus.Registerer
 	log    *slog.Logger
 	jsOpts []jetstream.JetStreamOpt
+
+	rebalance Rebalance
 }
 
 // WithTTL sets the membership lease (default 5s): a member that has not
@@ -176,6 +178,9 @@ type Cluster struct {
 	subs     map[int]func(Event)
 	nextSub  int
 	inflight map[string]map[*context.CancelCauseFunc]struct{}
+
+	// joinedKick wakes the rebalancer when a member joins.
+	joinedKick chan struct{}
 }
 
 type leaseState struct {
@@ -206,6 +211,7 @@ func New(sys *actor.System, node *remote.Node, opts ...Option) (*Cluster, error)
 	if !validName.MatchString(node.Name()) {
 		return nil, fmt.Errorf("%w: node name %q", ErrBadName, node.Name())
 	}
+	cfg.rebalance = cfg.rebalance.withDefaults(cfg.ttl)
 	log := cfg.log
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -218,7 +224,7 @@ func New(sys *actor.System, node *remote.Node, opts ...Option) (*Cluster, error)
 	}
 	return &Cluster{sys: sys, node: node, nc: node.Conn(), cfg: cfg, log: log, m: m,
 		kinds: map[string]kindRuntime{}, view: map[string]Member{}, subs: map[int]func(Event){},
-		inflight: map[string]map[*context.CancelCauseFunc]struct{}{}}, nil
+		inflight: map[string]map[*context.CancelCauseFunc]struct{}{}, joinedKick: make(chan struct{}, 1)}, nil
 }
 
 // Name returns this member's name (its remote.Node's).
@@ -305,6 +311,10 @@ func (c *Cluster) Join(ctx context.Context) (err error) {
 	go c.refresher()
 	go c.membership(seen)
 	go c.fenceWatch()
+	if !c.cfg.rebalance.Off {
+		c.wg.Add(1)
+		go c.rebalancer()
+	}
 	select {
 	case <-seen:
 		return nil
@@ -672,6 +682,9 @@ func (c *Cluster) applyChange(name string, m *Member) {
 	}
 	if ev.Type == MemberLeft || ev.Type == MemberUpdated {
 		c.ownerLost(name)
+	}
+	if ev.Type == MemberJoined || ev.Type == MemberUpdated {
+		c.kickRebalance()
 	}
 	c.subMu.Lock()
 	subs := make([]func(Event), 0, len(c.subs))

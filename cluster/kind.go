@@ -32,6 +32,10 @@ type kindRuntime interface {
 	// releaseAll stops every local activation and waits for their ends
 	// (Leave).
 	releaseAll(ctx context.Context) error
+	// rebalance asks up to budget idle local activations that placement
+	// now puts on another member to move (see rebalance.go); it returns
+	// how many it asked.
+	rebalance(now time.Time, idle time.Duration, budget int) int
 }
 
 // Kind is an entity kind of the cluster: entities of one actor type,
@@ -46,9 +50,9 @@ type Kind[TR, R any, Req actor.RequestPtr[TR, R]] struct {
 	reply remote.Codec[R]
 
 	// spawn is set by Host before Join, read-only afterwards: it makes a
-	// fresh actor for id and returns its request port and a func that
-	// stops it.
-	spawn func(id string) (actor.Port[Req], func(), error)
+	// fresh actor for id, whose requests pass through a gate that counts
+	// them in u and refuses them once u.moving is set (see rebalance.go).
+	spawn func(id string, u *usage) (spawned[Req], error)
 
 	// mu guards acts: written by activate, by the end of an activation
 	// (ended) and read by Get's fast path, the fences and Leave.
@@ -64,6 +68,14 @@ type Kind[TR, R any, Req actor.RequestPtr[TR, R]] struct {
 	// again without it.
 	routeMu sync.RWMutex
 	routes  map[string]route[Req, R]
+}
+
+// spawned is a fresh actor of a kind: its request port (through the
+// gate), the port of its move check, and a func that stops it.
+type spawned[Req any] struct {
+	port  actor.Port[Req]
+	check actor.Port[*moveCheck]
+	stop  func()
 }
 
 // route is a cached way to a remote activation.
@@ -87,6 +99,14 @@ type activation[Req any] struct {
 	stop  func()          // unexports the activation and sends its actor FinishedMsg
 	rev   uint64          // the key's revision at our claim: the fence
 	ended chan struct{}   // closed once the actor ended and the key is released
+	use   usage           // what the gate counts (see rebalance.go)
+	check actor.Port[*moveCheck]
+
+	// Guarded by Kind.mu, read and written by the rebalancer only: the
+	// gate's count of delivered requests when it last changed, and when
+	// the rebalancer saw it change.
+	seen   uint64
+	seenAt time.Time
 
 	// Guarded by Kind.mu: fenced, set when a fence stops the activation;
 	// takenRev, the highest revision of the key that the fence watch saw
@@ -94,6 +114,10 @@ type activation[Req any] struct {
 	// above its own).
 	fenced   bool
 	takenRev uint64
+	// moved (guarded by Kind.mu, set with fenced): the activation ends
+	// to move to the member placement chooses; a claim that finds it
+	// waits for its end and looks again, instead of claiming here.
+	moved bool
 }
 
 // entityKey is the activation key of (kind, id): the id is base64url
@@ -154,10 +178,14 @@ func NewKind[TR, R any, Req actor.RequestPtr[TR, R]](c *Cluster, name string, re
 // behaviour that requests reach, opts are the options of every Spawn
 // (actor.WithPassivation among them ends an idle activation and releases
 // its key). Host is called before Join; the member's record then lists
-// the kind, and placement may choose it. Errors: ErrJoined.
+// the kind, and placement may choose it. Requests reach behaviour through
+// a gate of the cluster's, which counts them for rebalancing and refuses
+// them (ErrMoved) once the activation moves (see Rebalance); an entity
+// type may implement Busy. Errors: ErrJoined.
 func Host[T any, A actor.Ref[T], TR, R any, Req interface {
 	actor.RequestPtr[TR, R]
 	actor.Msg[TR]
+	Fail(error) error
 }](k *Kind[TR, R, Req], factory func(id string) A, behaviour func(A, Req) actor.Allocation, opts ...actor.SpawnOption) error {
 	if factory == nil || behaviour == nil {
 		panic("cluster: Host with a nil factory or behaviour")
@@ -167,18 +195,38 @@ func Host[T any, A actor.Ref[T], TR, R any, Req interface {
 	if k.c.joined {
 		return ErrJoined
 	}
-	k.spawn = func(id string) (actor.Port[Req], func(), error) {
+	k.spawn = func(id string, u *usage) (spawned[Req], error) {
 		a, err := actor.Spawn(k.c.sys, factory(id), opts...)
 		if err != nil {
-			return actor.Port[Req]{}, nil, err
+			return spawned[Req]{}, err
 		}
-		p, err := actor.Bind(a, behaviour)
 		stop := func() { _ = actor.SendPill(a, actor.FinishedMsg) }
+		// The gate: a request is counted, then delivered, unless the
+		// activation is moving; then it is refused undelivered.
+		p, err := actor.Bind(a, func(x A, m Req) actor.Allocation {
+			if u.moving.Load() {
+				_ = m.Fail(ErrMoved)
+				return actor.Nodelete
+			}
+			u.delivered.Add(1)
+			return behaviour(x, m)
+		})
 		if err != nil {
 			stop()
-			return actor.Port[Req]{}, nil, err
+			return spawned[Req]{}, err
 		}
-		return p, stop, nil
+		check, err := actor.Bind(a, func(x A, m *moveCheck) actor.Allocation {
+			if !u.moving.Load() && u.delivered.Load() == m.seen && !entityBusy(x) {
+				u.moving.Store(true)
+				m.move()
+			}
+			return actor.Nodelete
+		})
+		if err != nil {
+			stop()
+			return spawned[Req]{}, err
+		}
+		return spawned[Req]{port: p, check: check, stop: stop}, nil
 	}
 	return nil
 }
@@ -195,9 +243,9 @@ func (k *Kind[TR, R, Req]) hosted() bool { return k.spawn != nil }
 // members that host the kind, in this node's view). A Get right after the
 // activation of id, on any node, finds it (the key is written before the
 // activation answers). The port may outlive the activation (passivation,
-// a node that leaves): its asks then fail (remote.ErrUnknownName,
-// actor.ErrTerminated, ErrOwnerLost) and a new Get finds the next one; Ask
-// does that for you.
+// a node that leaves, a move): its asks then fail (remote.ErrUnknownName,
+// actor.ErrTerminated, ErrOwnerLost, ErrMoved) and a new Get finds the
+// next one; Ask does that for you.
 //
 // Errors: ErrBadName (an empty id, or one over 512 bytes), ErrNotJoined,
 // ErrNoHost, ErrKV, ErrFenced, ctx's error; actor.ErrAskInBehaviour, at
@@ -209,7 +257,8 @@ func (k *Kind[TR, R, Req]) Get(ctx context.Context, id string) (remote.Asker[Req
 
 // Ask asks the entity id: Get, then Ask on the port, again (with a new Get
 // that goes to the key's holder) while the request was refused before
-// delivery (remote.ErrUnknownName: the activation ended in between). The
+// delivery (remote.ErrUnknownName: the activation ended in between;
+// ErrMoved: it is moving to another member). The
 // request is delivered at most once. If the node that holds the
 // activation leaves or dies while the ask waits, or NATS has no subscriber
 // for it, Ask returns an error wrapping ErrOwnerLost (the request may have
@@ -224,7 +273,14 @@ func (k *Kind[TR, R, Req]) Ask(ctx context.Context, id string, req Req) (R, erro
 			return zero, err
 		}
 		if owner == k.c.Name() {
-			return p.Ask(ctx, req)
+			r, err := p.Ask(ctx, req)
+			if isMoved(err) && ctx.Err() == nil {
+				if err := sleepCtx(ctx, time.Duration(min(attempt, 10))*time.Millisecond); err != nil {
+					return zero, err
+				}
+				continue
+			}
+			return r, err
 		}
 		actx, cancel := context.WithCancelCause(ctx)
 		untrack := k.c.trackAsk(owner, &cancel)
@@ -241,8 +297,9 @@ func (k *Kind[TR, R, Req]) Ask(ctx context.Context, id string, req Req) (R, erro
 			return zero, fmt.Errorf("cluster: ask to %s/%s on %s: %w", k.name, id, owner, cause)
 		case errors.Is(err, remote.ErrNoResponders):
 			return zero, fmt.Errorf("cluster: ask to %s/%s on %s: %w: %w", k.name, id, owner, ErrOwnerLost, err)
-		case errors.Is(err, remote.ErrUnknownName):
-			// Not delivered: the activation ended before the request came.
+		case errors.Is(err, remote.ErrUnknownName), isMoved(err):
+			// Not delivered: the activation ended before the request came,
+			// or refused it as it moves to another member.
 			if err := sleepCtx(ctx, time.Duration(min(attempt, 10))*time.Millisecond); err != nil {
 				return zero, err
 			}
@@ -474,21 +531,26 @@ func (k *Kind[TR, R, Req]) activate(ctx context.Context, id string) (string, err
 			return a.owner, a.err // a claim that failed or found another holder
 		}
 		k.mu.Lock()
-		fenced := a.fenced
+		fenced, moved := a.fenced, a.moved
 		k.mu.Unlock()
-		select {
-		case <-a.ended:
-			continue // ended after the claim (and removed): claim again
-		default:
-		}
 		if !fenced {
-			return k.c.Name(), nil
+			select {
+			case <-a.ended:
+				continue // ended after the claim (and removed): claim again
+			default:
+				return k.c.Name(), nil
+			}
 		}
-		// Stopping: wait for its end, then claim again.
+		// Stopping: wait for its end, then claim again, unless it moves:
+		// then the caller looks again (the key is released by then) and
+		// asks the member that placement chooses.
 		select {
 		case <-a.ended:
 		case <-ctx.Done():
 			return "", fmt.Errorf("cluster: activating %s/%s: %w", k.name, id, ctx.Err())
+		}
+		if moved {
+			return "", errRetry
 		}
 	}
 }
@@ -565,7 +627,8 @@ func (k *Kind[TR, R, Req]) claim(ctx context.Context, id string, a *activation[R
 		defer cancel()
 		_ = c.activations.Delete(ctx, key, jetstream.LastRevision(rev))
 	}
-	port, stop, err := k.spawn(id)
+	sp, err := k.spawn(id, &a.use)
+	port, stop := sp.port, sp.stop
 	if err != nil {
 		release()
 		fail("", fmt.Errorf("cluster: spawning %s/%s: %w", k.name, id, err))
@@ -589,7 +652,8 @@ func (k *Kind[TR, R, Req]) claim(ctx context.Context, id string, a *activation[R
 	case a.takenRev > rev:
 		refused = "its key was taken over during the claim"
 	default:
-		a.port, a.rev, a.owner = port, rev, c.Name()
+		a.port, a.rev, a.owner, a.check = port, rev, c.Name(), sp.check
+		a.seenAt = start
 	}
 	k.mu.Unlock()
 	c.lease.mu.Unlock()
@@ -708,6 +772,63 @@ func (k *Kind[TR, R, Req]) releaseAll(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+func (k *Kind[TR, R, Req]) rebalance(now time.Time, idle time.Duration, budget int) int {
+	if budget <= 0 {
+		return 0
+	}
+	type cand struct {
+		id   string
+		a    *activation[Req]
+		seen uint64
+	}
+	var cands []cand
+	k.mu.Lock()
+	for id, a := range k.acts {
+		if a.port == (actor.Port[Req]{}) || a.fenced {
+			continue
+		}
+		if n := a.use.delivered.Load(); n != a.seen {
+			a.seen, a.seenAt = n, now
+			continue
+		}
+		if now.Sub(a.seenAt) >= idle {
+			cands = append(cands, cand{id, a, a.seen})
+		}
+	}
+	k.mu.Unlock()
+	me, asked := k.c.Name(), 0
+	for _, x := range cands {
+		if asked == budget {
+			break
+		}
+		if to := k.place(x.id); to == "" || to == me {
+			continue
+		}
+		id, a := x.id, x.a
+		// The check runs in the actor's own turn: it moves the activation
+		// only if no request was delivered since the rebalancer saw the
+		// count it carries, and the entity is not busy.
+		if a.check.Send(&moveCheck{seen: x.seen, move: func() { k.moving(id, a) }}) == nil {
+			asked++
+		}
+	}
+	return asked
+}
+
+// moving stops a local activation that its move check found idle: from
+// its behaviour, with its gate shut already.
+func (k *Kind[TR, R, Req]) moving(id string, a *activation[Req]) {
+	k.mu.Lock()
+	if a.fenced || k.acts[id] != a {
+		k.mu.Unlock()
+		return // stopped meanwhile by a fence or Leave
+	}
+	a.fenced, a.moved = true, true
+	k.mu.Unlock()
+	k.c.m.moves.Inc()
+	a.stop()
 }
 
 // LocalCount returns how many activations of the kind run on this node

@@ -13,6 +13,7 @@ type metrics struct {
 	members           prometheus.Gauge
 	activations       prometheus.Gauge
 	takeovers         prometheus.Counter
+	moves             prometheus.Counter
 	fenced            prometheus.Counter
 	activationSeconds prometheus.Histogram
 	kvErrors          prometheus.Counter
@@ -29,6 +30,8 @@ func newMetrics() *metrics {
 			Help: "Entity activations running on this node."}),
 		takeovers: prometheus.NewCounter(prometheus.CounterOpts{Name: "actord_cluster_takeovers_total",
 			Help: "Activation keys this node took over from a member that was no longer live (placement moves after a failure)."}),
+		moves: prometheus.NewCounter(prometheus.CounterOpts{Name: "actord_cluster_moves_total",
+			Help: "Idle local activations this node ended to move them to the member that placement now chooses (rebalancing)."}),
 		fenced: prometheus.NewCounter(prometheus.CounterOpts{Name: "actord_cluster_fenced_activations_total",
 			Help: "Local activations stopped by the fence: lease lapsed or key taken over."}),
 		activationSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "actord_cluster_activation_duration_seconds",
@@ -46,7 +49,7 @@ func newMetrics() *metrics {
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.members, m.activations, m.takeovers, m.fenced, m.activationSeconds,
+	return []prometheus.Collector{m.members, m.activations, m.takeovers, m.moves, m.fenced, m.activationSeconds,
 		m.kvErrors, m.refreshFailures, m.leaseLapses, m.singletons}
 }
 

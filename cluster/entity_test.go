@@ -150,48 +150,6 @@ func TestLookupRightAfterActivation(t *testing.T) {
 	reg.check(t)
 }
 
-// A node joining does not move existing activations: they stay where they
-// are until they end (moving idle entities to a new member is not done).
-func TestJoinKeepsActivations(t *testing.T) {
-	ns := startNATS(t)
-	reg := newRegistry()
-	nodes := startNodes(t, ns.url(), reg, 2, nodeConfig{ttl: 2 * time.Second, host: true})
-	ids := make([]string, 200)
-	for i := range ids {
-		ids[i] = "k" + strconv.Itoa(i)
-	}
-	before := askAll(t, nodes, ids, 4)
-	nodes = append(nodes, startNode(t, ns.url(), "n2", reg, nodeConfig{ttl: 2 * time.Second, host: true}))
-	for _, n := range nodes {
-		waitFor(t, 3*time.Second, n.name+" sees 3", func() bool { return len(n.c.Members()) == 3 })
-	}
-	after := askAll(t, nodes, ids, 4)
-	for id, o := range before {
-		if after[id] != o {
-			t.Errorf("%s moved from %s to %s", id, o, after[id])
-		}
-	}
-	reg.mu.Lock()
-	for _, id := range ids {
-		if reg.total[id] != 1 {
-			t.Errorf("%s activated %d times", id, reg.total[id])
-		}
-	}
-	reg.mu.Unlock()
-	// New ids do go to the new member too.
-	fresh := make([]string, 200)
-	for i := range fresh {
-		fresh[i] = "f" + strconv.Itoa(i)
-	}
-	per := map[string]int{}
-	for _, o := range askAll(t, nodes, fresh, 4) {
-		per[o]++
-	}
-	if per["n2"] == 0 {
-		t.Errorf("no new entity placed on the new member: %v", per)
-	}
-}
-
 // Passivation ends an idle activation and releases its key: the next ask
 // activates the entity again (after the first one ended, never beside it).
 func TestPassivationReleasesKey(t *testing.T) {

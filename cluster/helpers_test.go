@@ -68,7 +68,8 @@ func (ns *natsServer) url() string { return fmt.Sprintf("nats://127.0.0.1:%d", n
 // Hit asks an entity to count one hit; the reply says where it ran.
 type Hit struct {
 	actor.Request[Reply]
-	N int
+	N   int
+	Seq int64 // when not 0, the entity records its delivery in the registry
 }
 
 // Reply is an entity's answer.
@@ -96,6 +97,9 @@ func (c *Counter) OnHit(m *Hit) actor.Allocation {
 		c.held = append(c.held, m) // never answered: an ask left in flight
 		return actor.Nodelete
 	}
+	if m.Seq != 0 {
+		c.reg.delivered(m.Seq)
+	}
 	c.hits++
 	m.Reply(Reply{Node: c.node, ID: c.id, Hits: c.hits})
 	return actor.Nodelete
@@ -109,10 +113,17 @@ type registry struct {
 	total   map[string]int
 	maxLive int
 	doubles []string
+	seqs    map[int64]int // deliveries per request sequence number
 }
 
 func newRegistry() *registry {
-	return &registry{live: map[string]int{}, total: map[string]int{}}
+	return &registry{live: map[string]int{}, total: map[string]int{}, seqs: map[int64]int{}}
+}
+
+func (r *registry) delivered(seq int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seqs[seq]++
 }
 
 func (r *registry) started(id string) {

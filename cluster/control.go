@@ -41,9 +41,12 @@ func (c *Cluster) ctlSubject(node string) string {
 }
 
 // onControl answers an activation request, from a goroutine of its own:
-// the claim takes key-value round trips.
+// the claim takes key-value round trips. Once Leave has begun it answers
+// at once that the requester should look again (by then, or soon, this
+// member is out of its view), rather than leave it waiting for its
+// deadline.
 func (c *Cluster) onControl(m *nats.Msg) {
-	c.goTracked(func(context.Context) {
+	started := c.goTracked(func(context.Context) {
 		var req activateRequest
 		var rep activateReply
 		if err := json.Unmarshal(m.Data, &req); err != nil {
@@ -67,6 +70,10 @@ func (c *Cluster) onControl(m *nats.Msg) {
 		b, _ := json.Marshal(rep)
 		_ = m.Respond(b)
 	})
+	if !started {
+		b, _ := json.Marshal(activateReply{Code: "retry", Err: c.Name() + " is leaving"})
+		_ = m.Respond(b)
+	}
 }
 
 // goTracked runs f on a goroutine that Leave waits for, with the cluster's

@@ -284,6 +284,11 @@ func (k *Kind[TR, R, Req]) Ask(ctx context.Context, id string, req Req) (R, erro
 		}
 		actx, cancel := context.WithCancelCause(ctx)
 		untrack := k.c.trackAsk(owner, &cancel)
+		if _, ok := k.c.viewIncarnation(owner); !ok {
+			// It left between Get and the registration, whose cancel
+			// the membership goroutine could not find then.
+			cancel(fmt.Errorf("%w: member %q left", ErrOwnerLost, owner))
+		}
 		r, err := p.Ask(actx, req)
 		untrack()
 		cause := context.Cause(actx)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -20,6 +21,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if name := os.Getenv(testNodeEnv); name != "" {
+		// Started by TestProcessesKill: this process is one member.
+		os.Exit(testNodeMain(name))
+	}
 	goleak.VerifyTestMain(m)
 }
 

@@ -58,6 +58,10 @@ type Kind[TR, R any, Req actor.RequestPtr[TR, R]] struct {
 	// (ended) and read by Get's fast path, the fences and Leave.
 	mu   sync.Mutex
 	acts map[string]*activation[Req]
+	// movedAway (guarded by mu): ids whose activation here moved, until
+	// when a claim here for them looks again (errRetry) while placement
+	// puts them on another member; the rebalancer drops expired ones.
+	movedAway map[string]time.Time
 
 	// routeMu guards routes, the remote ports of the activations this
 	// member found on others (a cache, so that Get of a known entity reads
@@ -168,7 +172,8 @@ func NewKind[TR, R any, Req actor.RequestPtr[TR, R]](c *Cluster, name string, re
 		return nil, fmt.Errorf("%w: kind %q defined twice", ErrBadName, name)
 	}
 	k := &Kind[TR, R, Req]{c: c, name: name, req: req, reply: reply, acts: map[string]*activation[Req]{},
-		routes: map[string]route[Req, R]{}}
+		movedAway: map[string]time.Time{},
+		routes:    map[string]route[Req, R]{}}
 	c.kinds[name] = k
 	return k, nil
 }
@@ -206,6 +211,7 @@ func Host[T any, A actor.Ref[T], TR, R any, Req interface {
 		p, err := actor.Bind(a, func(x A, m Req) actor.Allocation {
 			if u.moving.Load() {
 				_ = m.Fail(ErrMoved)
+				k.c.m.movedRefusals.Inc()
 				return actor.Nodelete
 			}
 			u.delivered.Add(1)
@@ -509,6 +515,17 @@ func (k *Kind[TR, R, Req]) activate(ctx context.Context, id string) (string, err
 	for {
 		k.mu.Lock()
 		a := k.acts[id]
+		if a == nil && time.Now().Before(k.movedAway[id]) {
+			k.mu.Unlock()
+			// It moved from here a moment ago: a caller that read its
+			// key before the release, or placed it by a view that lags,
+			// looks again, while placement puts it elsewhere.
+			if to := k.place(id); to != "" && to != k.c.Name() {
+				return "", errRetry
+			}
+			k.mu.Lock()
+			a = k.acts[id]
+		}
 		if a == nil {
 			a = &activation[Req]{ready: make(chan struct{}), ended: make(chan struct{})}
 			k.acts[id] = a
@@ -706,17 +723,31 @@ func (k *Kind[TR, R, Req]) failClaim(id string, a *activation[Req], owner string
 func (k *Kind[TR, R, Req]) ended(id string, a *activation[Req]) {
 	c := k.c
 	_ = c.node.Unexport(exportName(k.name, id))
-	k.mu.Lock()
-	if k.acts[id] == a {
-		delete(k.acts, id)
+	forget := func() {
+		k.mu.Lock()
+		if k.acts[id] == a {
+			delete(k.acts, id)
+		}
+		k.mu.Unlock()
 	}
+	k.mu.Lock()
+	moved := a.moved
 	k.mu.Unlock()
+	// A moved activation stays registered until its key is released, so
+	// that a claim here in between finds it (and looks again once it has
+	// ended) instead of claiming the key over its own revision, here.
+	if !moved {
+		forget()
+	}
 	c.m.activations.Dec()
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.ttl)
 	defer cancel()
 	if err := c.activations.Delete(ctx, entityKey(k.name, id), jetstream.LastRevision(a.rev)); err != nil && !isWrongRevision(err) {
 		c.m.kvErrors.Inc()
 		c.log.Warn("cluster: releasing an activation key", "kind", k.name, "id", id, "err", err)
+	}
+	if moved {
+		forget()
 	}
 	close(a.ended)
 }
@@ -790,6 +821,11 @@ func (k *Kind[TR, R, Req]) rebalance(now time.Time, idle time.Duration, budget i
 	}
 	var cands []cand
 	k.mu.Lock()
+	for id, until := range k.movedAway {
+		if now.After(until) {
+			delete(k.movedAway, id)
+		}
+	}
 	for id, a := range k.acts {
 		if a.port == (actor.Port[Req]{}) || a.fenced {
 			continue
@@ -831,6 +867,7 @@ func (k *Kind[TR, R, Req]) moving(id string, a *activation[Req]) {
 		return // stopped meanwhile by a fence or Leave
 	}
 	a.fenced, a.moved = true, true
+	k.movedAway[id] = time.Now().Add(k.c.cfg.ttl)
 	k.mu.Unlock()
 	k.c.m.moves.Inc()
 	a.stop()

@@ -14,6 +14,7 @@ type metrics struct {
 	activations       prometheus.Gauge
 	takeovers         prometheus.Counter
 	moves             prometheus.Counter
+	movedRefusals     prometheus.Counter
 	fenced            prometheus.Counter
 	activationSeconds prometheus.Histogram
 	kvErrors          prometheus.Counter
@@ -32,6 +33,8 @@ func newMetrics() *metrics {
 			Help: "Activation keys this node took over from a member that was no longer live (placement moves after a failure)."}),
 		moves: prometheus.NewCounter(prometheus.CounterOpts{Name: "actord_cluster_moves_total",
 			Help: "Idle local activations this node ended to move them to the member that placement now chooses (rebalancing)."}),
+		movedRefusals: prometheus.NewCounter(prometheus.CounterOpts{Name: "actord_cluster_moved_refusals_total",
+			Help: "Requests refused undelivered (ErrMoved) by a local activation that was moving; Kind.Ask asks them again."}),
 		fenced: prometheus.NewCounter(prometheus.CounterOpts{Name: "actord_cluster_fenced_activations_total",
 			Help: "Local activations stopped by the fence: lease lapsed or key taken over."}),
 		activationSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "actord_cluster_activation_duration_seconds",
@@ -49,7 +52,7 @@ func newMetrics() *metrics {
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.members, m.activations, m.takeovers, m.moves, m.fenced, m.activationSeconds,
+	return []prometheus.Collector{m.members, m.activations, m.takeovers, m.moves, m.movedRefusals, m.fenced, m.activationSeconds,
 		m.kvErrors, m.refreshFailures, m.leaseLapses, m.singletons}
 }
 

@@ -73,8 +73,9 @@ func (ns *natsServer) url() string { return fmt.Sprintf("nats://127.0.0.1:%d", n
 // Hit asks an entity to count one hit; the reply says where it ran.
 type Hit struct {
 	actor.Request[Reply]
-	N   int
-	Seq int64 // when not 0, the entity records its delivery in the registry
+	N     int
+	Seq   int64         // when not 0, the entity records its delivery in the registry
+	Sleep time.Duration // the behaviour sleeps this long first (blocking its worker)
 }
 
 // Reply is an entity's answer.
@@ -102,6 +103,7 @@ func (c *Counter) OnHit(m *Hit) actor.Allocation {
 		c.held = append(c.held, m) // never answered: an ask left in flight
 		return actor.Nodelete
 	}
+	time.Sleep(m.Sleep)
 	if m.Seq != 0 {
 		c.reg.delivered(m.Seq)
 	}

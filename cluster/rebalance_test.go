@@ -115,16 +115,22 @@ func TestJoinMovesIdleEntities(t *testing.T) {
 			}
 		})
 	}
+	defer func() { // before the nodes stop, if the test fails
+		stopBusy.Store(true)
+		wg.Wait()
+	}()
 	time.Sleep(2 * rb.Idle) // the busy ones' traffic is under way
 
-	n2, pr2 := rebalanceNode(t, ns.url(), "n2", reg, rb)
+	// The old members move entities as soon as they see n2, which may be
+	// before its Join returns.
+	start := localTotal(n0, n1)
 	joined := time.Now()
+	n2, pr2 := rebalanceNode(t, ns.url(), "n2", reg, rb)
 	all := []*cnode{n0, n1, n2}
 	for _, n := range all {
 		waitFor(t, 3*time.Second, n.name+" sees 3", func() bool { return len(n.c.Members()) == 3 })
 	}
 	// Gradual: every look of each old member starts at most Batch moves.
-	start := localTotal(n0, n1)
 	maxMoved := func(d time.Duration) int { return len(old) * rb.Batch * (int(d/rb.Every) + 2) }
 	for {
 		moved := start - localTotal(n0, n1)
@@ -253,5 +259,94 @@ func TestAsksRacingMoves(t *testing.T) {
 	if moves == 0 {
 		t.Error("nothing moved")
 	}
+	reg.check(t)
+}
+
+// idsPlaced returns n ids that placement puts on from among the old
+// members and on to once new has joined.
+func idsPlaced(old []string, newer string, from, to string, n int, prefix string) []string {
+	var out []string
+	for i := 0; len(out) < n; i++ {
+		id := prefix + strconv.Itoa(i)
+		if placeAmong(old, id) == from && placeAmong(append(slices.Clone(old), newer), id) == to {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// A request queued behind the move check that decides to move its entity
+// (here, behind it in the mailbox while another entity's long behaviour
+// holds the member's only worker) is refused undelivered with ErrMoved,
+// and Kind.Ask asks again: the answer comes from the new activation on the
+// joining member, whether the first ask was remote or local; each request
+// is delivered once, and no entity has two activations at once.
+func TestAskQueuedBehindMoveCheck(t *testing.T) {
+	ns := startNATS(t)
+	reg := newRegistry()
+	rb := cluster.Rebalance{Idle: 100 * time.Millisecond, Batch: 10, Every: 20 * time.Millisecond}
+	n0, pr0 := rebalanceNode(t, ns.url(), "n0", reg, rb)
+	n1, _ := rebalanceNode(t, ns.url(), "n1", reg, rb)
+	old := []string{"n0", "n1"}
+	for _, n := range []*cnode{n0, n1} {
+		waitFor(t, 3*time.Second, n.name+" sees 2", func() bool { return len(n.c.Members()) == 2 })
+	}
+	movers := idsPlaced(old, "n2", "n0", "n2", 2, "q")
+	blocker := idsPlaced(old, "n2", "n0", "n0", 1, "b")[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, id := range append(slices.Clone(movers), blocker) {
+		if r, err := n0.k.Ask(ctx, id, &Hit{}); err != nil || r.Node != "n0" {
+			t.Fatalf("%s: %+v, %v", id, r, err)
+		}
+	}
+	// n0's only worker sleeps in the blocker's behaviour; meanwhile n2
+	// joins and n0's looks queue move checks for the movers.
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() {
+		if _, err := n1.k.Ask(ctx, blocker, &Hit{Sleep: 1500 * time.Millisecond}); err != nil {
+			t.Errorf("blocker: %v", err)
+		}
+	})
+	time.Sleep(100 * time.Millisecond)
+	n2, _ := rebalanceNode(t, ns.url(), "n2", reg, rb)
+	for _, n := range []*cnode{n0, n1} {
+		waitFor(t, 3*time.Second, n.name+" sees n2", func() bool { return len(n.c.Members()) == 3 })
+	}
+	time.Sleep(5 * rb.Every) // several looks: checks queued
+	// Now the asks queue behind the checks: one from n1 (remote), one
+	// from n0 itself (local).
+	replies := make([]Reply, 2)
+	for i, from := range []*cnode{n1, n0} {
+		wg.Go(func() {
+			r, err := from.k.Ask(ctx, movers[i], &Hit{Seq: int64(i + 1)})
+			if err != nil {
+				t.Errorf("%s from %s: %v", movers[i], from.name, err)
+			}
+			replies[i] = r
+		})
+	}
+	wg.Wait()
+	for i, r := range replies {
+		if r.Node != n2.name || r.Hits != 1 {
+			t.Errorf("%s: answered %+v, want a fresh activation on n2", movers[i], r)
+		}
+	}
+	if got := metricValue(t, pr0, "actord_cluster_moved_refusals_total"); got != 2 {
+		t.Errorf("n0 refused %v requests as moving, want 2", got)
+	}
+	reg.mu.Lock()
+	for _, id := range movers {
+		if reg.total[id] != 2 {
+			t.Errorf("%s activated %d times, want 2", id, reg.total[id])
+		}
+	}
+	for s := int64(1); s <= 2; s++ {
+		if reg.seqs[s] != 1 {
+			t.Errorf("request %d delivered %d times", s, reg.seqs[s])
+		}
+	}
+	reg.mu.Unlock()
 	reg.check(t)
 }

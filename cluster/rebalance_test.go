@@ -350,3 +350,52 @@ func TestAskQueuedBehindMoveCheck(t *testing.T) {
 	reg.mu.Unlock()
 	reg.check(t)
 }
+
+// With rebalancing off, a member that joins gets new entities, but the
+// existing activations stay where they are.
+func TestJoinKeepsActivationsWithRebalanceOff(t *testing.T) {
+	ns := startNATS(t)
+	reg := newRegistry()
+	off := cluster.Rebalance{Off: true, Idle: time.Millisecond, Every: 10 * time.Millisecond}
+	n0, _ := rebalanceNode(t, ns.url(), "n0", reg, off)
+	n1, _ := rebalanceNode(t, ns.url(), "n1", reg, off)
+	nodes := []*cnode{n0, n1}
+	for _, n := range nodes {
+		waitFor(t, 3*time.Second, n.name+" sees 2", func() bool { return len(n.c.Members()) == 2 })
+	}
+	ids := make([]string, 200)
+	for i := range ids {
+		ids[i] = "k" + strconv.Itoa(i)
+	}
+	before := askAll(t, nodes, ids, 4)
+	n2, _ := rebalanceNode(t, ns.url(), "n2", reg, off)
+	nodes = append(nodes, n2)
+	for _, n := range nodes {
+		waitFor(t, 3*time.Second, n.name+" sees 3", func() bool { return len(n.c.Members()) == 3 })
+	}
+	time.Sleep(300 * time.Millisecond) // many would-be looks
+	after := askAll(t, nodes, ids, 4)
+	for id, o := range before {
+		if after[id] != o {
+			t.Errorf("%s moved from %s to %s", id, o, after[id])
+		}
+	}
+	reg.mu.Lock()
+	for _, id := range ids {
+		if reg.total[id] != 1 {
+			t.Errorf("%s activated %d times", id, reg.total[id])
+		}
+	}
+	reg.mu.Unlock()
+	fresh := make([]string, 200)
+	for i := range fresh {
+		fresh[i] = "f" + strconv.Itoa(i)
+	}
+	per := map[string]int{}
+	for _, o := range askAll(t, nodes, fresh, 4) {
+		per[o]++
+	}
+	if per["n2"] == 0 {
+		t.Errorf("no new entity placed on the new member: %v", per)
+	}
+}

@@ -160,7 +160,8 @@
 // 100ms: about seven looks of two members), never more than Batch per
 // look; 4 that get an ask every 30ms stay until their traffic stops, then
 // move; the other 156 are never activated again. WithRebalance(Rebalance{Off:
-// true}) leaves activations where they are until they end.
+// true}) leaves activations where they are until they end
+// (TestJoinKeepsActivationsWithRebalanceOff).
 //
 // # What is guaranteed
 //
@@ -199,8 +200,8 @@
 // the kill for the last of 113 entities with a 2s TTL, in one run of
 // TestFailoverAbruptStop on a 2-core machine; with separate processes and
 // SIGKILL (TestProcessesKill, 2s TTL, under the race detector on 2 cores),
-// the last of the killed member's 21 entities answered elsewhere 1.98s to
-// 2.13s after the kill in 10 runs, and every ask in flight to it (the two
+// the last of the killed member's 21 entities answered elsewhere 1.88s to
+// 2.28s after the kill in 16 runs, and every ask in flight to it (the two
 // kept requests and one per asking goroutine) failed with ErrOwnerLost
 // and succeeded when asked again. Failover
 // is on demand: the next Get of the id activates it; nothing is activated

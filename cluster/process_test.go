@@ -304,7 +304,7 @@ func TestProcessesKill(t *testing.T) {
 		return n
 	}
 	waitFor(t, 30*time.Second, "every member ready", func() bool { return count("READY", nil) == members })
-	waitFor(t, 10*time.Second, "every entity activated and asks from every member", func() bool {
+	waitFor(t, 20*time.Second, "every entity activated and asks from every member", func() bool {
 		ids := map[string]bool{}
 		per := map[string]int{}
 		for _, e := range log.snapshot() {

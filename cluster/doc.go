@@ -154,8 +154,9 @@
 // it moves again once idle. There are never two activations of an id,
 // and a request is delivered to one activation at most:
 // TestAsksRacingMoves asks random entities from every member while a
-// member joins and entities move, and the entities count each request's
-// deliveries and their own activations. TestJoinMovesIdleEntities: of 240
+// member joins and entities move (its asks seldom meet a shut gate:
+// TestAskQueuedBehindMoveCheck makes them), and the entities count each
+// request's deliveries and their own activations. TestJoinMovesIdleEntities: of 240
 // entities on two members, the 84 that hash to a third one move to it
 // once it joins, the 80 idle ones 0.64s to 0.78s after the join in 12
 // runs under the race detector (Idle 300ms, Batch 6, Every 100ms: at

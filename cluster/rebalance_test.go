@@ -240,8 +240,11 @@ func TestAsksRacingMoves(t *testing.T) {
 	time.Sleep(1500 * time.Millisecond)
 	stop.Store(true)
 	wg.Wait()
-	moves := metricValue(t, pr0, "actord_cluster_moves_total") + metricValue(t, pr1, "actord_cluster_moves_total") +
-		metricValue(t, pr2, "actord_cluster_moves_total")
+	var moves, refused float64
+	for _, pr := range []*prometheus.Registry{pr0, pr1, pr2} {
+		moves += metricValue(t, pr, "actord_cluster_moves_total")
+		refused += metricValue(t, pr, "actord_cluster_moved_refusals_total")
+	}
 	reg.mu.Lock()
 	twice := 0
 	for s, n := range reg.seqs {
@@ -252,7 +255,8 @@ func TestAsksRacingMoves(t *testing.T) {
 	}
 	delivered := len(reg.seqs)
 	reg.mu.Unlock()
-	t.Logf("%d asks answered during %v moves (%d requests delivered once each)", asks.Load(), moves, delivered)
+	t.Logf("%d asks answered during %v moves (%d requests delivered once each; %v refused as moving, asked again)",
+		asks.Load(), moves, delivered, refused)
 	if int64(delivered) != asks.Load() {
 		t.Errorf("%d requests delivered, %d asks answered", delivered, asks.Load())
 	}

@@ -119,6 +119,24 @@ func TestThreeMembers(t *testing.T) {
 		t.Fatalf("cart from c: %+v, want tea 2, jam 1 on %s", got, holder)
 	}
 	stop(holder)
+	// The handler answers 503 ("try again") while the cart's old member is
+	// still being found dead or gone: a client retries, as this one does.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := http.Get(members["a"].http + "/carts/" + id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		status := resp.StatusCode
+		resp.Body.Close()
+		if status != http.StatusServiceUnavailable {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET /carts/%s on a: still 503 after 20 s", id)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	got = call("GET", "a", "/carts/"+id)
 	if got.Member == holder || len(got.Items) != 0 {
 		t.Fatalf("after %s left: %+v, want an empty cart elsewhere", holder, got)

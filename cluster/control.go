@@ -50,6 +50,13 @@ func (c *Cluster) onControl(m *nats.Msg) {
 		var req activateRequest
 		var rep activateReply
 		if err := json.Unmarshal(m.Data, &req); err != nil {
+			c.m.malformed.Inc()
+			rep.Code, rep.Err = "badname", err.Error()
+		} else if err := checkRequest(req); err != nil {
+			// Checked before anything reaches the key-value store: an id
+			// too long makes a subject over the server's limit, which
+			// would close this member's connection.
+			c.m.malformed.Inc()
 			rep.Code, rep.Err = "badname", err.Error()
 		} else if k := c.kinds[req.Kind]; k == nil {
 			rep.Code, rep.Err = "nohost", fmt.Sprintf("kind %q unknown on %s", req.Kind, c.Name())
@@ -74,6 +81,18 @@ func (c *Cluster) onControl(m *nats.Msg) {
 		b, _ := json.Marshal(activateReply{Code: "retry", Err: c.Name() + " is leaving"})
 		_ = m.Respond(b)
 	}
+}
+
+// checkRequest applies Get's rules to a request that came over the wire:
+// a valid kind name, an id neither empty nor over maxID bytes.
+func checkRequest(req activateRequest) error {
+	if !validName.MatchString(req.Kind) {
+		return fmt.Errorf("%w: kind of %d bytes", ErrBadName, len(req.Kind))
+	}
+	if req.ID == "" || len(req.ID) > maxID {
+		return fmt.Errorf("%w: entity id of %d bytes", ErrBadName, len(req.ID))
+	}
+	return nil
 }
 
 // goTracked runs f on a goroutine that Leave waits for, with the cluster's

@@ -240,7 +240,9 @@
 // permission to use the JetStream API for the three buckets, to publish
 // to and subscribe to <name>.cluster.>, and remote's own subjects. Any
 // client that may publish to <name>.cluster.<member>.activate can make
-// that member activate entities of the kinds it hosts, and any client that
+// that member activate entities of the kinds it hosts (the member checks
+// the kind and id as Get does, and refuses others, counted in
+// actord_cluster_malformed_total), and any client that
 // may write the buckets can take members' places or activations: give
 // those permissions to members only.
 //
@@ -255,7 +257,10 @@
 // actord_cluster_activation_duration_seconds (a histogram of claims that
 // activated here), actord_cluster_kv_errors_total,
 // actord_cluster_lease_refresh_failures_total,
-// actord_cluster_lease_lapses_total and actord_cluster_singletons_held.
+// actord_cluster_lease_lapses_total, actord_cluster_singletons_held and
+// actord_cluster_malformed_total (activation requests with a bad kind or
+// id, refused, and activation records that name no valid member,
+// taken over).
 // The Grafana dashboard cluster/dashboards/cluster.json has a row of
 // panels over them, per instance (TestDashboardNamesExportedMetrics checks
 // that it names only these metrics).

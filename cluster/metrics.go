@@ -21,6 +21,7 @@ type metrics struct {
 	refreshFailures   prometheus.Counter
 	leaseLapses       prometheus.Counter
 	singletons        prometheus.Gauge
+	malformed         prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -48,12 +49,14 @@ func newMetrics() *metrics {
 			Help: "Times this node lost its membership lease and fenced its activations."}),
 		singletons: prometheus.NewGauge(prometheus.GaugeOpts{Name: "actord_cluster_singletons_held",
 			Help: "Singletons whose leader key this node holds."}),
+		malformed: prometheus.NewCounter(prometheus.CounterOpts{Name: "actord_cluster_malformed_total",
+			Help: "Activation requests and activation records this node refused or overrode because they were malformed (bad kind or id, undecodable)."}),
 	}
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.members, m.activations, m.takeovers, m.moves, m.movedRefusals, m.fenced, m.activationSeconds,
-		m.kvErrors, m.refreshFailures, m.leaseLapses, m.singletons}
+		m.kvErrors, m.refreshFailures, m.leaseLapses, m.singletons, m.malformed}
 }
 
 func (m *metrics) register(r prometheus.Registerer) error {

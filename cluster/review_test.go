@@ -336,49 +336,6 @@ func TestReviewGetHangsOnLeavingMember(t *testing.T) {
 	<-left
 }
 
-// R4. The activate subject accepts ids that Get refuses: onControl passes
-// req.ID to activate unchecked (no empty/512-byte check). An id of 600
-// bytes is activated; an id of 3,000 bytes makes the member issue a
-// key-value request whose subject exceeds the server's max control line:
-// the server answers -ERR 'Maximum Control Line Exceeded', which nats.go
-// treats as fatal: the member's connection is CLOSED for good (no reconnect
-// even with MaxReconnects(-1); observed 30s later), so its remote.Node is
-// dead, its lease lapses and all its activations are fenced. One forged
-// 3 KB message takes a member out of the cluster permanently.
-func TestReviewForgedActivateRequest(t *testing.T) {
-	ns := startNATS(t)
-	reg := newRegistry()
-	n0 := startSlow(t, ns.url(), "n0", reg, 2*time.Second, true)
-	nc, err := nats.Connect(ns.url())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	ask := func(id string) string {
-		b, _ := json.Marshal(map[string]string{"kind": "slow", "id": id})
-		m, err := nc.Request("actord.cluster.n0.activate", b, 6*time.Second)
-		if err != nil {
-			return "error: " + err.Error()
-		}
-		return string(m.Data)
-	}
-	t.Logf("600-byte id: %s", ask(strings.Repeat("a", 600)))
-	if n := n0.k.LocalCount(); n != 0 {
-		t.Errorf("an id over the documented 512-byte limit was activated through the control subject (%d activations)", n)
-	}
-	before := n0.node.Conn().Stats().Reconnects
-	t.Logf("3000-byte id: %s (n0 last error: %v, connected %v)", ask(strings.Repeat("b", 3000)), n0.node.Conn().LastError(), n0.node.Conn().IsConnected())
-	lastErr := n0.node.Conn().LastError()
-	deadline := time.Now().Add(5 * time.Second)
-	for !n0.node.Conn().IsConnected() && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if after := n0.node.Conn().Stats().Reconnects; after != before || lastErr != nil || !n0.node.Conn().IsConnected() {
-		t.Errorf("one forged activation request broke n0's connection: last error %v, %d reconnects, connected 5s later: %v",
-			lastErr, after-before, n0.node.Conn().IsConnected())
-	}
-}
-
 // R5. Members with different TTLs: the first one creates the members'
 // bucket with its TTL and later members accept it silently (bucket() takes
 // an existing bucket as is). A member with a longer TTL then believes its

@@ -44,6 +44,9 @@ var (
 	// ErrKV: a JetStream key-value operation failed (the error wraps the
 	// cause).
 	ErrKV = errors.New("cluster: key-value store error")
+	// ErrTTLMismatch: Join found the cluster's buckets made with another
+	// TTL than this member's (WithTTL): every member must use the same.
+	ErrTTLMismatch = errors.New("cluster: the cluster's TTL differs from this member's")
 	// ErrFenced: the activation was refused or stopped because this node
 	// no longer holds its key (its membership lease lapsed, or another
 	// node took the key over).
@@ -73,7 +76,8 @@ type config struct {
 // activations when its last successful refresh was sent more than 4/5 of
 // a TTL ago (the fence; see the package documentation). Every member of
 // a cluster must use the same TTL: the first to join creates the buckets
-// with it. At least 200ms.
+// with it, and Join refuses a TTL other than theirs (ErrTTLMismatch). At
+// least 200ms.
 func WithTTL(d time.Duration) Option { return func(c *config) { c.ttl = d } }
 
 // WithName sets the cluster's name (default "actord"): it prefixes the
@@ -248,7 +252,8 @@ func newIncarnation() string {
 // the TTL as its maximum age), writes this member's record, reads the
 // members and starts the goroutines that keep the record fresh and the
 // view current. It returns once this member is in its own view. Errors:
-// ErrJoined, ErrNameInUse, ErrKV (Join may then be called again), and,
+// ErrJoined, ErrNameInUse, ErrTTLMismatch, ErrKV (Join may then be
+// called again), and,
 // after the record was written, the context's error or the control
 // subscription's (the member has then left).
 func (c *Cluster) Join(ctx context.Context) (err error) {
@@ -331,6 +336,15 @@ func bucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueC
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: bucket %s: %w", ErrKV, cfg.Bucket, err)
+	}
+	// A bucket made by another member: its entries' maximum age is the
+	// lease every member counts on (see fenceAfter).
+	st, err := kv.Status(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: bucket %s: %w", ErrKV, cfg.Bucket, err)
+	}
+	if st.TTL() != cfg.TTL {
+		return nil, fmt.Errorf("%w: bucket %s has a TTL of %v, this member's is %v", ErrTTLMismatch, cfg.Bucket, st.TTL(), cfg.TTL)
 	}
 	return kv, nil
 }

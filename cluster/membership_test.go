@@ -1,12 +1,16 @@
 package cluster_test
 
 import (
+	"context"
+	"errors"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/actord/actord/actor"
 	"github.com/actord/actord/cluster"
+	"github.com/actord/actord/remote"
 )
 
 const testTTL = time.Second
@@ -77,4 +81,35 @@ func TestMemberExpires(t *testing.T) {
 	if took < testTTL/2 {
 		t.Errorf("b out after %v, before half its TTL", took)
 	}
+}
+
+// A member whose TTL differs from the cluster's is refused at Join: its
+// lease would be counted over its own TTL while its record expires after
+// the bucket's, and its entities could be taken over while it runs them.
+func TestJoinRefusesAnotherTTL(t *testing.T) {
+	ns := startNATS(t)
+	reg := newRegistry()
+	startSlow(t, ns.url(), "a", reg, time.Second, true)
+	sys, err := actor.Start(actor.WithWorkers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sys.Shutdown(context.Background())
+	node, err := remote.Connect(sys, ns.url(), "b", remote.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer node.Close()
+	c, err := cluster.New(sys, node, cluster.WithTTL(8*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = c.Join(ctx)
+	if !errors.Is(err, cluster.ErrTTLMismatch) {
+		_ = c.Leave(ctx)
+		t.Fatalf("Join with a TTL of 8s over a cluster of 1s: %v, want ErrTTLMismatch", err)
+	}
+	t.Log(err)
 }

@@ -83,7 +83,9 @@
 // that key: Create when it has none; Update with the last revision when it
 // names an incarnation that is not a live member (read from the members'
 // bucket itself, not from the view: a takeover, counted) or this member's
-// own incarnation (an activation that ended without releasing its key).
+// own incarnation (an activation that ended without releasing its key),
+// or names no valid member at all (a malformed record, counted in
+// actord_cluster_malformed_total).
 // The claimant then spawns the actor, exports it under a name of its own
 // on its remote.Node, and registers it under its lease: if the lease was
 // fenced during the claim, the activation is undone (ErrFenced).

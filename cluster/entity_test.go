@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -263,4 +264,37 @@ func TestFenceOnTakeover(t *testing.T) {
 		t.Errorf("after the takeover: %d hits, want a fresh activation", r2.Hits)
 	}
 	reg.check(t)
+}
+
+// An activation key whose value names no valid member (not JSON, no node,
+// a node name that is not a key) is stale: a Get takes it over instead of
+// failing with ErrKV for good.
+func TestMalformedActivationRecordTakenOver(t *testing.T) {
+	ns := startNATS(t)
+	reg := newRegistry()
+	n0 := startSlow(t, ns.url(), "n0", reg, 2*time.Second, true)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := n0.k.Ask(ctx, "warm", &Op{}); err != nil { // creates the buckets' keys
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(ns.url())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstreamNew(nc)
+	kv, err := js.KeyValue(ctx, "actord_activations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range []string{`{}`, `not json`, `{"node":"has space","inc":"1"}`} {
+		id := "r7-" + strconv.Itoa(i)
+		if _, err := kv.Put(ctx, "slow."+base64.RawURLEncoding.EncodeToString([]byte(id)), []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := n0.k.Ask(ctx, id, &Op{}); err != nil {
+			t.Errorf("id whose key holds %q: %v", v, err)
+		}
+	}
 }

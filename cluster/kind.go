@@ -616,9 +616,15 @@ func (k *Kind[TR, R, Req]) claim(ctx context.Context, id string, a *activation[R
 			return
 		}
 		var rec ownerRecord
-		_ = json.Unmarshal(e.Value(), &rec)
 		takeover := false
-		if rec.Node != c.Name() || rec.Incarnation != inc {
+		if json.Unmarshal(e.Value(), &rec) != nil || !validName.MatchString(rec.Node) || rec.Incarnation == "" {
+			// A record that names no member (not ours: a bug, a version
+			// skew, a hand-written key) is stale: take it over at its
+			// revision, as one of a member no longer live.
+			c.m.malformed.Inc()
+			c.log.Warn("cluster: taking over a malformed activation record", "kind", k.name, "id", id)
+			takeover = true
+		} else if rec.Node != c.Name() || rec.Incarnation != inc {
 			live, err := c.liveInStore(ctx, rec.Node, rec.Incarnation)
 			if err != nil {
 				fail("", err)

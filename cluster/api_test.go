@@ -207,3 +207,44 @@ func TestDashboardNamesExportedMetrics(t *testing.T) {
 		t.Fatal("no expressions")
 	}
 }
+
+// A Cluster is used once (Join after Leave: ErrJoined), and a new Cluster
+// on the same node and registerer joins after Leave: Leave unregisters the
+// metrics.
+func TestNewClusterAfterLeaveSameRegistry(t *testing.T) {
+	ns := startNATS(t)
+	sys, err := actor.Start(actor.WithWorkers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sys.Shutdown(context.Background())
+	node, err := remote.Connect(sys, ns.url(), "m", remote.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer node.Close()
+	pr := prometheus.NewRegistry()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := cluster.New(sys, node, cluster.WithTTL(time.Second), cluster.WithRegisterer(pr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Join(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Leave(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Join(ctx); !errors.Is(err, cluster.ErrJoined) {
+		t.Errorf("Join after Leave: %v, want ErrJoined", err)
+	}
+	c2, err := cluster.New(sys, node, cluster.WithTTL(time.Second), cluster.WithRegisterer(pr))
+	if err != nil {
+		t.Fatalf("a new Cluster after Leave, same registry: %v", err)
+	}
+	if err := c2.Join(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_ = c2.Leave(ctx)
+}

@@ -24,7 +24,7 @@ import (
 // Errors returned by this package; test them with errors.Is.
 var (
 	// ErrJoined: a kind was defined or hosted after Join, or Join was
-	// called twice.
+	// called twice (also after Leave: a Cluster is used once).
 	ErrJoined = errors.New("cluster: already joined")
 	// ErrNotJoined: the cluster has not joined yet, has left, or its
 	// membership lease lapsed and it has not joined again yet.
@@ -486,16 +486,24 @@ func isWrongRevision(err error) bool {
 // keys (another candidate takes over at its next attempt), deletes its
 // member record (the others see it leave at once), and stops its
 // goroutines. The remote.Node and the actor.System are the caller's,
-// closed after. Leave is idempotent.
+// closed after. Leave is idempotent. A Cluster is used once: Join after
+// Leave returns ErrJoined; Leave unregisters the metrics (WithRegisterer),
+// so that a new Cluster made with New on the same node and registerer can
+// join again.
 func (c *Cluster) Leave(ctx context.Context) error {
 	c.mu.Lock()
 	if !c.joined || c.left || c.cancel == nil {
+		first := !c.left
 		c.left = true
 		c.mu.Unlock()
+		if first {
+			c.unregister()
+		}
 		return nil
 	}
 	c.left = true
 	c.mu.Unlock()
+	defer c.unregister()
 
 	c.lease.mu.Lock()
 	c.lease.held, c.lease.leaving = false, true
@@ -520,6 +528,16 @@ func (c *Cluster) Leave(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("%w: deleting the member record: %w", ErrKV, err))
 	}
 	return errors.Join(errs...)
+}
+
+// unregister takes the metrics off the registerer, so that a new Cluster
+// may register its own there; the view is then empty. Called once, by the
+// Leave that set left.
+func (c *Cluster) unregister() {
+	c.m.members.Set(0)
+	if c.cfg.reg != nil {
+		c.m.unregister(c.cfg.reg)
+	}
 }
 
 // Members returns this node's view of the live members, sorted by name.

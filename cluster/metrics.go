@@ -66,3 +66,9 @@ func (m *metrics) register(r prometheus.Registerer) error {
 	}
 	return errors.Join(errs...)
 }
+
+func (m *metrics) unregister(r prometheus.Registerer) {
+	for _, c := range m.collectors() {
+		r.Unregister(c)
+	}
+}

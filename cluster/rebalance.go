@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -34,13 +35,27 @@ import (
 // one. Get again, or use Kind.Ask.
 var ErrMoved = errors.New("cluster: the entity is moving to another member; ask again")
 
-// isMoved reports whether err is ErrMoved, locally or across package
-// remote (which carries an application's error as its text).
-func isMoved(err error) bool {
+// errGateFenced is the gate's refusal of a request after its activation
+// was stopped (a fence, Leave): the request was not delivered. It wraps
+// ErrFenced.
+var errGateFenced = fmt.Errorf("%w: the request was refused undelivered; ask again", ErrFenced)
+
+// isRefused reports whether err is a gate's refusal of an undelivered
+// request (ErrMoved, errGateFenced), locally or across package remote,
+// which carries an application's error as its text only (it has no code
+// of its own for one): the texts are this package's.
+func isRefused(err error) bool {
 	if err == nil {
 		return false
 	}
-	return errors.Is(err, ErrMoved) || errors.Is(err, remote.ErrRemote) && strings.Contains(err.Error(), ErrMoved.Error())
+	if errors.Is(err, ErrMoved) || errors.Is(err, errGateFenced) {
+		return true
+	}
+	if !errors.Is(err, remote.ErrRemote) {
+		return false
+	}
+	s := err.Error()
+	return strings.Contains(s, ErrMoved.Error()) || strings.Contains(s, errGateFenced.Error())
 }
 
 // Busy is an optional method of an entity's actor type. A member about to
@@ -96,7 +111,13 @@ func (r Rebalance) withDefaults(ttl time.Duration) Rebalance {
 // usage is what an activation's gate shares with the rebalancer.
 type usage struct {
 	delivered atomic.Uint64 // requests delivered to the behaviour
-	moving    atomic.Bool   // set by the move check: the gate refuses all
+	moving    atomic.Bool   // set by the move check: the gate refuses all (ErrMoved)
+	// stopped is set by activation.stop (a fence, Leave, a move), before
+	// the actor is sent FinishedMsg: the gate refuses every request it
+	// has not delivered yet (errGateFenced), queued ones included, so
+	// that nothing runs in the behaviour after the stop but what had
+	// started. Read by the gate, in the actor's turn.
+	stopped atomic.Bool
 }
 
 // moveCheck is the message of a move check: the count of delivered

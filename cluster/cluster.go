@@ -165,6 +165,9 @@ type Cluster struct {
 	kinds  map[string]kindRuntime
 	joined bool
 	left   bool
+	// leaveCtx is Leave's context, set by Leave with left, before it
+	// cancels ctx; read by the singletons, whose release it bounds.
+	leaveCtx context.Context
 
 	// lease guards the membership lease: written by the refresher
 	// goroutine and by the fence timer, read by every activation (which
@@ -543,7 +546,7 @@ func (c *Cluster) Leave(ctx context.Context) error {
 		}
 		return nil
 	}
-	c.left = true
+	c.left, c.leaveCtx = true, ctx
 	c.mu.Unlock()
 	defer c.unregister()
 

@@ -255,7 +255,12 @@
 // over when it has expired (one TTL after the holder's last refresh:
 // TestSingletonFailover). The holder stops its actor by the same fence
 // as activations, 4/5 of a TTL after its last successful refresh was sent,
-// so two instances do not run at once under the same conditions. A
+// so two instances do not run at once under the same conditions (a
+// behaviour running at the fence included). Leave stops the actor and
+// keeps the key fresh until it has ended, bounded by Leave's context,
+// then deletes it (TestSingletonLeaveWaitsForItsActor); a member whose
+// actor the fence stopped does not take the key again before that actor
+// ended. A
 // singleton's actor is reached as the program arranges (for instance an
 // export on its member's remote.Node); the cluster does not route to it.
 //

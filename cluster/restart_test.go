@@ -215,3 +215,78 @@ func TestWatchesRecoverAfterReconnect(t *testing.T) {
 	})
 	reg.check(t)
 }
+
+// SlowGuard is a test singleton whose behaviour may take long.
+type SlowGuard struct {
+	actor.Actor
+	live *singletonCount
+}
+
+type Nap struct {
+	actor.Message
+	D time.Duration
+}
+
+func (g *SlowGuard) Started() {
+	g.live.mu.Lock()
+	g.live.live++
+	g.live.starts++
+	g.live.max = max(g.live.max, g.live.live)
+	g.live.mu.Unlock()
+}
+
+func (g *SlowGuard) Stopped(actor.Reason) {
+	g.live.mu.Lock()
+	g.live.live--
+	g.live.mu.Unlock()
+}
+
+func (g *SlowGuard) OnNap(m *Nap) actor.Allocation { time.Sleep(m.D); return actor.Nodelete }
+
+// A singleton holder that leaves while its actor is inside a behaviour
+// keeps its key until the actor has ended: the other candidate starts its
+// instance after, never beside it.
+func TestSingletonLeaveWaitsForItsActor(t *testing.T) {
+	ns := startNATS(t)
+	reg := newRegistry()
+	const ttl = time.Second
+	a := startSlow(t, ns.url(), "a", reg, ttl, false)
+	b := startSlow(t, ns.url(), "b", reg, ttl, false)
+	waitMembers(t, 2, a, b)
+	count := &singletonCount{}
+	var mu sync.Mutex
+	var guards []*SlowGuard
+	factory := func() *SlowGuard {
+		g := &SlowGuard{live: count}
+		mu.Lock()
+		guards = append(guards, g)
+		mu.Unlock()
+		return g
+	}
+	sa, err := cluster.RunSingleton(a.c, "g", factory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*ttl, "a holds", sa.Holding)
+	if _, err := cluster.RunSingleton(b.c, "g", factory); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	g := guards[0]
+	mu.Unlock()
+	if err := actor.Send(g, &Nap{D: 2 * ttl}, (*SlowGuard).OnNap); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	a.stop(t) // Leave waits for the nap, keeping the key, then deletes it
+	waitFor(t, 2*ttl, "b takes over", func() bool {
+		count.mu.Lock()
+		defer count.mu.Unlock()
+		return count.starts == 2
+	})
+	count.mu.Lock()
+	defer count.mu.Unlock()
+	if count.max > 1 {
+		t.Errorf("two singleton instances ran at once (%d starts)", count.starts)
+	}
+}

@@ -18,7 +18,7 @@ import (
 type Singleton struct {
 	c     *Cluster
 	name  string
-	spawn func() (stop func(), err error)
+	spawn func() (stop func(), ended <-chan struct{}, err error)
 
 	// mu guards the fields below: written by the singleton's goroutine and
 	// by its fence timer, read by Holding.
@@ -29,7 +29,13 @@ type Singleton struct {
 	timer *time.Timer
 	stop  func() // stops the running actor; nil when none runs
 	epoch uint64 // incremented at each loss of the key
+	// ended is closed when the last actor spawned has ended (nil before
+	// the first): the key is not taken again, nor deleted at Leave, before.
+	ended <-chan struct{}
 }
+
+// lifeline is the message of the port that watches a singleton's actor.
+type lifeline struct{ actor.Message }
 
 // RunSingleton makes this member a candidate for the singleton name: the
 // member holding the key <name> in the singletons' bucket (whose entries
@@ -40,8 +46,12 @@ type Singleton struct {
 // refresh was sent, before the key can expire on the server, so that two
 // actors never run at once (see the package documentation for the
 // conditions). The actor is not restarted by the cluster if it ends by
-// itself: give it supervision options. Call after Join; Leave stops it and
-// releases the key. Errors: ErrBadName, ErrNotJoined.
+// itself: give it supervision options. A member whose actor the fence
+// stopped does not take the key again before that actor has ended. Call
+// after Join; Leave stops the actor, waits for its end (bounded by
+// Leave's context) while it keeps the key fresh, then deletes the key, so
+// that another candidate starts its actor only after this one ended.
+// Errors: ErrBadName, ErrNotJoined.
 func RunSingleton[T any, A actor.Ref[T]](c *Cluster, name string, factory func() A, opts ...actor.SpawnOption) (*Singleton, error) {
 	if !validName.MatchString(name) {
 		return nil, fmt.Errorf("%w: singleton %q", ErrBadName, name)
@@ -54,12 +64,27 @@ func RunSingleton[T any, A actor.Ref[T]](c *Cluster, name string, factory func()
 	if !c.joined || c.left || c.ctx == nil {
 		return nil, ErrNotJoined
 	}
-	s := &Singleton{c: c, name: name, spawn: func() (func(), error) {
+	s := &Singleton{c: c, name: name, spawn: func() (func(), <-chan struct{}, error) {
 		a, err := actor.Spawn(c.sys, factory(), opts...)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return func() { _ = actor.SendPill(a, actor.FinishedMsg) }, nil
+		stop := func() { _ = actor.SendPill(a, actor.FinishedMsg) }
+		ended := make(chan struct{})
+		p, err := actor.Bind(a, func(A, *lifeline) actor.Allocation { return actor.Nodelete })
+		var w <-chan *actor.Terminated
+		if err == nil {
+			w, err = actor.WatchChan(p)
+		}
+		if err != nil { // ended already
+			close(ended)
+			return stop, ended, nil
+		}
+		go func() {
+			<-w
+			close(ended)
+		}()
+		return stop, ended, nil
 	}}
 	c.wg.Add(1)
 	go s.run()
@@ -84,16 +109,23 @@ func (s *Singleton) run() {
 		select {
 		case <-c.ctx.Done():
 			s.mu.Lock()
-			rev, held := s.rev, s.held
+			rev, held, ended := s.rev, s.held, s.ended
 			s.loseLocked()
 			if s.timer != nil {
 				s.timer.Stop()
 			}
 			s.mu.Unlock()
 			if held {
-				ctx, cancel := context.WithTimeout(context.Background(), c.cfg.ttl)
-				_ = c.singletons.Delete(ctx, s.name, jetstream.LastRevision(rev))
-				cancel()
+				s.release(rev, ended)
+			} else if ended != nil {
+				// Stopped by the fence timer: Leave waits for its end too.
+				s.c.mu.Lock()
+				leave := s.c.leaveCtx
+				s.c.mu.Unlock()
+				select {
+				case <-ended:
+				case <-leave.Done():
+				}
 			}
 			return
 		case <-tick.C:
@@ -101,12 +133,59 @@ func (s *Singleton) run() {
 	}
 }
 
+// release deletes the key at Leave once the actor, stopped already, has
+// ended, refreshing the key while it waits, so that no other candidate
+// starts its actor meanwhile. The wait is bounded by Leave's context: if
+// it ends first, the key is left to expire (one TTL later), and another
+// candidate may then start its actor while this one still runs.
+func (s *Singleton) release(rev uint64, ended <-chan struct{}) {
+	c := s.c
+	c.mu.Lock()
+	leave := c.leaveCtx
+	c.mu.Unlock()
+	val, _ := json.Marshal(ownerRecord{Node: c.Name(), Incarnation: c.Incarnation()})
+	tick := time.NewTicker(c.cfg.ttl / 4)
+	defer tick.Stop()
+	for ended != nil {
+		select {
+		case <-ended:
+			ended = nil
+			continue
+		case <-leave.Done():
+			return
+		case <-tick.C:
+		}
+		ctx, cancel := context.WithTimeout(leave, c.fenceAfter())
+		newRev, err := c.singletons.Update(ctx, s.name, val, rev)
+		cancel()
+		if err != nil {
+			if !isWrongRevision(err) {
+				c.m.kvErrors.Inc()
+			}
+			return // lost: leave it
+		}
+		rev = newRev
+	}
+	ctx, cancel := context.WithTimeout(leave, c.cfg.ttl)
+	defer cancel()
+	if err := c.singletons.Delete(ctx, s.name, jetstream.LastRevision(rev)); err != nil && !isWrongRevision(err) {
+		c.m.kvErrors.Inc()
+	}
+}
+
 // attempt takes the key (not held) or refreshes it (held).
 func (s *Singleton) attempt() {
 	c := s.c
 	s.mu.Lock()
-	held, rev, epoch := s.held, s.rev, s.epoch
+	held, rev, epoch, ended := s.held, s.rev, s.epoch, s.ended
 	s.mu.Unlock()
+	if !held && ended != nil {
+		select {
+		case <-ended:
+		default:
+			return // the actor stopped by a fence has not ended yet
+		}
+	}
 	inc := c.Incarnation()
 	val, _ := json.Marshal(ownerRecord{Node: c.Name(), Incarnation: inc})
 	ctx, cancel := context.WithTimeout(c.ctx, c.fenceAfter()) // see Cluster.refresh
@@ -140,16 +219,18 @@ func (s *Singleton) attempt() {
 		s.timer.Reset(time.Until(s.until))
 	}
 	if !held {
-		stop, err := s.spawn()
+		stop, ended, err := s.spawn()
 		if err != nil {
 			c.log.Warn("cluster: spawning a singleton", "name", s.name, "err", err)
 			// Hold the key anyway; the spawn is tried again at the next refresh.
+		} else {
+			s.ended = ended
 		}
 		s.stop, s.held = stop, true
 		c.m.singletons.Inc()
 	} else if s.stop == nil {
-		if stop, err := s.spawn(); err == nil {
-			s.stop = stop
+		if stop, ended, err := s.spawn(); err == nil {
+			s.stop, s.ended = stop, ended
 		}
 	}
 }

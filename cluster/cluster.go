@@ -99,7 +99,10 @@ type Member struct {
 	Node        string   `json:"node"`  // its remote.Node name, the key of its record
 	Incarnation string   `json:"inc"`   // random, new at each Join and each rejoin after a lapse
 	Kinds       []string `json:"kinds"` // the entity kinds it hosts, sorted
-	Revision    uint64   `json:"-"`     // the record's key-value revision
+	// Leaving: the member has begun to Leave; placement skips it (its
+	// activations run until they end, and their keys stay its).
+	Leaving  bool   `json:"leaving,omitempty"`
+	Revision uint64 `json:"-"` // the record's key-value revision
 }
 
 func (m Member) hosts(kind string) bool {
@@ -168,6 +171,10 @@ type Cluster struct {
 	// leaveCtx is Leave's context, set by Leave with left, before it
 	// cancels ctx; read by the singletons, whose release it bounds.
 	leaveCtx context.Context
+
+	// refreshMu serializes the writes of this member's record after Join:
+	// the refresher's (refresh) and Leave's, which marks it leaving.
+	refreshMu sync.Mutex
 
 	// lease guards the membership lease: written by the refresher
 	// goroutine and by the fence timer, read by every activation (which
@@ -293,7 +300,7 @@ func (c *Cluster) Join(ctx context.Context) (err error) {
 		return err
 	}
 	inc := newIncarnation()
-	rec := c.record(inc)
+	rec := c.record(inc, false)
 	sent := time.Now()
 	rev, err := c.members.Create(ctx, c.Name(), rec)
 	if errors.Is(err, jetstream.ErrKeyExists) {
@@ -354,7 +361,7 @@ func bucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueC
 	return kv, nil
 }
 
-func (c *Cluster) record(inc string) []byte {
+func (c *Cluster) record(inc string, leaving bool) []byte {
 	kinds := []string{}
 	for name, k := range c.kinds {
 		if k.hosted() {
@@ -362,7 +369,7 @@ func (c *Cluster) record(inc string) []byte {
 		}
 	}
 	slices.Sort(kinds)
-	b, _ := json.Marshal(Member{Node: c.Name(), Incarnation: inc, Kinds: kinds})
+	b, _ := json.Marshal(Member{Node: c.Name(), Incarnation: inc, Kinds: kinds, Leaving: leaving})
 	return b
 }
 
@@ -433,10 +440,15 @@ func (c *Cluster) refresher() {
 }
 
 func (c *Cluster) refresh() {
+	c.refreshMu.Lock()
+	defer c.refreshMu.Unlock()
 	c.lease.mu.Lock()
 	held, inc, rev, epoch, leaving := c.lease.held, c.lease.inc, c.lease.rev, c.lease.epoch, c.lease.leaving
 	c.lease.mu.Unlock()
 	if leaving {
+		// Never join again while leaving; keep the record, marked
+		// leaving, while the activations end.
+		c.writeLeaving(c.ctx)
 		return
 	}
 	if !held && c.stopping() {
@@ -452,10 +464,10 @@ func (c *Cluster) refresh() {
 	ctx, cancel := context.WithTimeout(c.ctx, c.fenceAfter())
 	defer cancel()
 	sent := time.Now()
-	newRev, err := c.members.Update(ctx, c.Name(), c.record(inc), rev)
+	newRev, err := c.members.Update(ctx, c.Name(), c.record(inc, false), rev)
 	if err != nil && !held {
 		// The old record has expired (or never existed): join anew.
-		newRev, err = c.members.Create(ctx, c.Name(), c.record(inc))
+		newRev, err = c.members.Create(ctx, c.Name(), c.record(inc, false))
 	}
 	c.lease.mu.Lock()
 	defer c.lease.mu.Unlock()
@@ -483,6 +495,29 @@ func (c *Cluster) refresh() {
 	c.armLocked(sent)
 }
 
+// writeLeaving rewrites this member's record, marked leaving, under its
+// incarnation (if its record is still there: a member whose lease lapsed
+// has nothing to mark). Called with refreshMu held.
+func (c *Cluster) writeLeaving(ctx context.Context) {
+	c.lease.mu.Lock()
+	inc, rev := c.lease.inc, c.lease.rev
+	c.lease.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, c.fenceAfter())
+	defer cancel()
+	newRev, err := c.members.Update(ctx, c.Name(), c.record(inc, true), rev)
+	if err != nil {
+		if !isWrongRevision(err) && ctx.Err() == nil {
+			c.m.kvErrors.Inc()
+		}
+		return
+	}
+	c.lease.mu.Lock()
+	if c.lease.inc == inc && c.lease.rev == rev {
+		c.lease.rev = newRev
+	}
+	c.lease.mu.Unlock()
+}
+
 // stopping reports whether a local activation has not ended yet.
 func (c *Cluster) stopping() bool {
 	for _, k := range c.kinds {
@@ -504,7 +539,7 @@ func (c *Cluster) stopping() bool {
 func (c *Cluster) keepFenced(inc string, rev uint64) {
 	ctx, cancel := context.WithTimeout(c.ctx, c.fenceAfter())
 	defer cancel()
-	newRev, err := c.members.Update(ctx, c.Name(), c.record(inc), rev)
+	newRev, err := c.members.Update(ctx, c.Name(), c.record(inc, false), rev)
 	c.lease.mu.Lock()
 	defer c.lease.mu.Unlock()
 	if err != nil {
@@ -524,17 +559,19 @@ func isWrongRevision(err error) bool {
 		errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyNotFound)
 }
 
-// Leave stops this member: it stops its activations (the gate refuses
-// the requests not delivered yet, then Unexport and actor.FinishedMsg)
-// and waits for their ends, those that a fence or a move stopped before
-// included, bounded by ctx, each releasing its key; it stops its singletons' actors and releases their
-// keys (another candidate takes over at its next attempt), deletes its
-// member record (the others see it leave at once), and stops its
-// goroutines. The remote.Node and the actor.System are the caller's,
-// closed after. Leave is idempotent. A Cluster is used once: Join after
-// Leave returns ErrJoined; Leave unregisters the metrics (WithRegisterer),
-// so that a new Cluster made with New on the same node and registerer can
-// join again.
+// Leave stops this member: it marks its record leaving (placement on the
+// other members skips it from then on), stops its activations (the gate
+// refuses the requests not delivered yet, then Unexport and
+// actor.FinishedMsg) and waits for their ends, those that a fence or a
+// move stopped before included, bounded by ctx, each releasing its key;
+// it stops its singletons' actors, waits for their ends (bounded by ctx)
+// and releases their keys (another candidate takes over at its next
+// attempt), deletes its member record (the others see it leave at once),
+// and stops its goroutines. The remote.Node and the actor.System are the
+// caller's, closed after. Leave is idempotent. A Cluster is used once:
+// Join after Leave returns ErrJoined; Leave unregisters the metrics
+// (WithRegisterer), so that a new Cluster made with New on the same node
+// and registerer can join again.
 func (c *Cluster) Leave(ctx context.Context) error {
 	c.mu.Lock()
 	if !c.joined || c.left || c.cancel == nil {
@@ -557,6 +594,12 @@ func (c *Cluster) Leave(ctx context.Context) error {
 		c.lease.timer.Stop()
 	}
 	c.lease.mu.Unlock()
+	// Marked leaving first, so that the others' placement skips this
+	// member from now on (an activation request that reaches it anyway is
+	// answered at once: look again).
+	c.refreshMu.Lock()
+	c.writeLeaving(ctx)
+	c.refreshMu.Unlock()
 	var errs []error
 	for _, k := range c.kinds {
 		errs = append(errs, k.releaseAll(ctx))
@@ -570,6 +613,7 @@ func (c *Cluster) Leave(ctx context.Context) error {
 	rev := c.lease.rev // the refresher has stopped: the record's last revision
 	c.lease.mu.Unlock()
 	if err := c.members.Delete(ctx, c.Name(), jetstream.LastRevision(rev)); err != nil && !isWrongRevision(err) {
+		c.m.kvErrors.Inc()
 		errs = append(errs, fmt.Errorf("%w: deleting the member record: %w", ErrKV, err))
 	}
 	return errors.Join(errs...)

@@ -37,7 +37,9 @@
 // new at each Join) and the kinds it hosts. Join creates the key (Create:
 // it fails with ErrNameInUse if a live member has the name), a goroutine
 // rewrites it every TTL/4 with compare-and-set on its last revision, and
-// Leave deletes it. So:
+// Leave first marks it leaving (placement then skips the member; it keeps
+// the record fresh while its activations end) and at last deletes it
+// (TestGetSkipsLeavingMember). So:
 //
 //   - a member joins and leaves in about one round trip to the server (its
 //     put or delete reaches the others' watches; tested in

@@ -138,3 +138,38 @@ func TestLeaveReleasesEntities(t *testing.T) {
 	}
 	reg.check(t)
 }
+
+// While a member leaves (here it waits for a busy activation), its record
+// says so and placement skips it: a Get of a fresh id that placement put
+// on it activates it on another member at once instead of waiting for its
+// deadline.
+func TestGetSkipsLeavingMember(t *testing.T) {
+	ns := startNATS(t)
+	reg := newRegistry()
+	const ttl = 2 * time.Second
+	n0 := startSlow(t, ns.url(), "n0", reg, ttl, true)
+	n1 := startSlow(t, ns.url(), "n1", reg, ttl, true)
+	waitMembers(t, 2, n0, n1)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	busy := idPlacedOn("busy", "n1", "n0", "n1")
+	if r, err := n1.k.Ask(ctx, busy, &Op{}); err != nil || r.Node != "n1" {
+		t.Fatalf("%+v %v", r, err)
+	}
+	go func() { _, _ = n1.k.Ask(ctx, busy, &Op{Sleep: 3 * time.Second}) }() // Leave waits for it
+	time.Sleep(50 * time.Millisecond)
+	left := make(chan struct{})
+	go func() { defer close(left); _ = n1.c.Leave(ctx) }()
+	time.Sleep(100 * time.Millisecond)
+	fresh := idPlacedOn("fresh", "n1", "n0", "n1")
+	gctx, gcancel := context.WithTimeout(ctx, 2*time.Second)
+	defer gcancel()
+	start := time.Now()
+	_, err := n0.k.Get(gctx, fresh)
+	took := time.Since(start)
+	t.Logf("Get during the other member's Leave: %v after %v", err, took)
+	if err != nil {
+		t.Errorf("Get of a fresh id while n1 leaves: %v after %v (no answer from n1; n0 hosts the kind too)", err, took)
+	}
+	<-left
+}

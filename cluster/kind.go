@@ -485,7 +485,7 @@ func (k *Kind[TR, R, Req]) place(id string) string {
 	defer c.viewMu.RUnlock()
 	best, bestScore := "", uint64(0)
 	for name, m := range c.view {
-		if !m.hosts(k.name) {
+		if !m.hosts(k.name) || m.Leaving {
 			continue
 		}
 		if s := score(name, k.name, id); best == "" || s > bestScore || s == bestScore && name < best {
@@ -665,7 +665,9 @@ func (k *Kind[TR, R, Req]) claim(ctx context.Context, id string, a *activation[R
 	release := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.ttl)
 		defer cancel()
-		_ = c.activations.Delete(ctx, key, jetstream.LastRevision(rev))
+		if err := c.activations.Delete(ctx, key, jetstream.LastRevision(rev)); err != nil && !isWrongRevision(err) {
+			c.m.kvErrors.Inc()
+		}
 	}
 	sp, err := k.spawn(id, &a.use)
 	port, stop := sp.port, sp.stop

@@ -240,8 +240,13 @@
 //
 // Delivery is at most once, as in package remote: a request is delivered
 // to one activation or to none. Kind.Ask retries only requests refused
-// before delivery (remote.ErrUnknownName: the activation had ended;
-// ErrMoved: it is moving). An
+// before delivery: remote.ErrUnknownName (the activation had ended),
+// ErrMoved and ErrFenced from the gate, and actor.ErrTerminated for a
+// request to a local activation that the gate had not delivered (the
+// actor ended with it queued: TestAskRacingEndOfActivation). Through a
+// remote activation, a request queued there when the activation ends
+// fails with actor.ErrTerminated, which Kind.Ask returns: package remote
+// does not say whether it was delivered. An
 // ask in flight to a member that leaves or dies fails with an error
 // wrapping ErrOwnerLost as soon as the member is out of this member's view
 // (TestAskInFlightToDeadNode: within about one TTL), or at once when NATS
@@ -307,7 +312,9 @@
 // actor.FinishedMsg (sent through a port that Get returned before the
 // move, or read by the member's node just before the unexport) fails
 // undelivered with actor.ErrTerminated, as after a passivation: a window
-// of a few instructions, which Kind.Ask does not retry. Each member watches the
+// of a few instructions; Kind.Ask sends such a request again through a
+// local port, not through a remote one (see "What is guaranteed"). Each
+// member watches the
 // whole activations' bucket, so each activation's claim and release reach
 // every member: the registry's traffic grows with activations times
 // members. Get keeps the routes it found to remote activations (at most

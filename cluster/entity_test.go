@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -297,4 +298,51 @@ func TestMalformedActivationRecordTakenOver(t *testing.T) {
 			t.Errorf("id whose key holds %q: %v", v, err)
 		}
 	}
+}
+
+// An activation that ends by itself (here a status; passivation is the
+// same race) while asks are on their way. Through the local port, a
+// request queued behind the end and dropped undelivered is sent again by
+// Kind.Ask (the gate says whether it delivered it), which activates the
+// entity again: no failure. Through a remote port, package remote carries
+// actor.ErrTerminated without saying whether the request was delivered,
+// so Kind.Ask returns it (documented in Kind.Ask): the test counts them.
+func TestAskRacingEndOfActivation(t *testing.T) {
+	ns := startNATS(t)
+	reg := newRegistry()
+	const ttl = 2 * time.Second
+	n0 := startSlow(t, ns.url(), "n0", reg, ttl, true)
+	n1 := startSlow(t, ns.url(), "n1", reg, ttl, false)
+	waitMembers(t, 2, n0, n1)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var local, remoteErrs []error
+	for i := range 40 {
+		id := "r2-" + strconv.Itoa(i)
+		if _, err := n0.k.Ask(ctx, id, &Op{}); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		var errE, errL, errR error
+		wg.Go(func() { _, errE = n0.k.Ask(ctx, id, &Op{End: true}) })
+		wg.Go(func() { _, errL = n0.k.Ask(ctx, id, &Op{}) })
+		wg.Go(func() { _, errR = n1.k.Ask(ctx, id, &Op{}) })
+		wg.Wait()
+		errL = errors.Join(errE, errL)
+		if errL != nil {
+			local = append(local, errL)
+		}
+		if errR != nil {
+			remoteErrs = append(remoteErrs, errR)
+		}
+	}
+	if len(local) > 0 {
+		t.Errorf("Kind.Ask failed %d times locally racing the end of an activation (first: %v)", len(local), local[0])
+	}
+	for _, err := range remoteErrs {
+		if !errors.Is(err, actor.ErrTerminated) {
+			t.Errorf("remote ask racing the end of an activation: %v", err)
+		}
+	}
+	t.Logf("remote asks that failed with actor.ErrTerminated racing the end: %d of 40", len(remoteErrs))
 }

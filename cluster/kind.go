@@ -9,6 +9,7 @@ import (
 	"hash/fnv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/actord/actord/actor"
@@ -79,6 +80,15 @@ type Kind[TR, R any, Req actor.RequestPtr[TR, R]] struct {
 	// again without it.
 	routeMu sync.RWMutex
 	routes  map[string]route[Req, R]
+
+	// asks holds the requests that Ask sends through a local port, each
+	// with a flag that the gate sets when it delivers the request to the
+	// behaviour: a request that fails with actor.ErrTerminated without
+	// the flag was never received (queued, then dropped at the actor's
+	// end), and Ask sends it again. Written by Ask, read by the gate
+	// (sync.Map: no lock pairs with it; the flag is atomic, set before the
+	// behaviour runs, so before any end that fails the request).
+	asks sync.Map // Req -> *atomic.Bool
 }
 
 // spawned is a fresh actor of a kind: its request port (through the
@@ -226,7 +236,18 @@ func Host[T any, A actor.Ref[T], TR, R any, Req interface {
 				return actor.Nodelete
 			}
 			u.delivered.Add(1)
-			return behaviour(x, m)
+			if f, ok := k.asks.Load(m); ok {
+				f.(*atomic.Bool).Store(true)
+			}
+			al := behaviour(x, m)
+			if al != actor.Nodelete {
+				// The actor ends after this turn: a remote request that
+				// comes from now on is refused as for an ended activation
+				// (remote.ErrUnknownName, which Ask asks again), not
+				// queued to be dropped (actor.ErrTerminated).
+				_ = k.c.node.Unexport(exportName(k.name, id))
+			}
+			return al
 		})
 		if err != nil {
 			stop()
@@ -276,8 +297,16 @@ func (k *Kind[TR, R, Req]) Get(ctx context.Context, id string) (remote.Asker[Req
 // that goes to the key's holder) while the request was refused before
 // delivery (remote.ErrUnknownName: the activation ended in between;
 // ErrMoved: it is moving to another member; an error wrapping ErrFenced
-// from its gate: it was stopped by a fence or Leave). The
-// request is delivered at most once. If the node that holds the
+// from its gate: it was stopped by a fence or Leave; actor.ErrTerminated
+// from a local activation whose gate had not delivered it: the actor
+// ended with the request queued, at most 16 times per Ask). The request
+// is delivered at most once. Through a remote activation, a request
+// queued there when the activation ends (a status, passivation) fails
+// with actor.ErrTerminated, returned as is: package remote does not say
+// whether it was delivered (a behaviour that ends without answering the
+// request it received fails it so too). A behaviour returning a status
+// that ends its actor unexports the activation at once, so that only the
+// requests queued by then fail so. If the node that holds the
 // activation leaves or dies while the ask waits, or NATS has no subscriber
 // for it, Ask returns an error wrapping ErrOwnerLost (the request may have
 // been processed); asking again reaches the next activation. Errors: those
@@ -285,14 +314,25 @@ func (k *Kind[TR, R, Req]) Get(ctx context.Context, id string) (remote.Asker[Req
 // actor.Ask).
 func (k *Kind[TR, R, Req]) Ask(ctx context.Context, id string, req Req) (R, error) {
 	var zero R
+	undeliveredTries := 0
 	for attempt := 0; ; attempt++ {
 		p, owner, err := k.get(ctx, id, attempt > 0)
 		if err != nil {
 			return zero, err
 		}
 		if owner == k.c.Name() {
+			var delivered atomic.Bool
+			_, tracked := k.asks.LoadOrStore(req, &delivered)
+			tracked = !tracked // the same request asked twice at once: not tracked
 			r, err := p.Ask(ctx, req)
-			if isRefused(err) && ctx.Err() == nil {
+			if tracked {
+				k.asks.Delete(req)
+			}
+			undelivered := tracked && errors.Is(err, actor.ErrTerminated) && !delivered.Load() && undeliveredTries < maxUndelivered
+			if undelivered {
+				undeliveredTries++
+			}
+			if (isRefused(err) || undelivered) && ctx.Err() == nil {
 				if err := sleepCtx(ctx, time.Duration(min(attempt, 10))*time.Millisecond); err != nil {
 					return zero, err
 				}
@@ -331,6 +371,10 @@ func (k *Kind[TR, R, Req]) Ask(ctx context.Context, id string, req Req) (R, erro
 		return zero, err
 	}
 }
+
+// maxUndelivered bounds how many times one Ask sends again a request
+// that a local activation's end dropped undelivered.
+const maxUndelivered = 16
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
 	if d <= 0 {

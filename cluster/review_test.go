@@ -6,7 +6,6 @@ package cluster_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"hash/fnv"
 	"strconv"
 	"strings"
@@ -153,54 +152,6 @@ func waitMembers(t testing.TB, n int, nodes ...*snode) {
 	t.Helper()
 	for _, x := range nodes {
 		waitFor(t, 5*time.Second, x.name+" sees all", func() bool { return len(x.c.Members()) == n })
-	}
-}
-
-// R2. An activation that ends by itself (here a status; passivation is the
-// same race) while an Ask is on its way: Kind.Ask returns actor.ErrTerminated
-// instead of activating the entity again, locally (no retry at all on the
-// local path) and remotely (the export outlives the actor until ended()
-// runs, so the refusal is ErrTerminated, not remote.ErrUnknownName). Get's
-// doc: "its asks then fail (..., actor.ErrTerminated, ...) and a new Get
-// finds the next one; Ask does that for you".
-func TestReviewAskRacingEndOfActivation(t *testing.T) {
-	ns := startNATS(t)
-	reg := newRegistry()
-	const ttl = 2 * time.Second
-	n0 := startSlow(t, ns.url(), "n0", reg, ttl, true)
-	n1 := startSlow(t, ns.url(), "n1", reg, ttl, false)
-	waitMembers(t, 2, n0, n1)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	var local, remoteErrs []error
-	for i := range 40 {
-		id := "r2-" + strconv.Itoa(i)
-		if _, err := n0.k.Ask(ctx, id, &Op{}); err != nil {
-			t.Fatal(err)
-		}
-		var wg sync.WaitGroup
-		var errE, errL, errR error
-		wg.Go(func() { _, errE = n0.k.Ask(ctx, id, &Op{End: true}) })
-		wg.Go(func() { _, errL = n0.k.Ask(ctx, id, &Op{}) })
-		wg.Go(func() { _, errR = n1.k.Ask(ctx, id, &Op{}) })
-		wg.Wait()
-		errL = errors.Join(errE, errL)
-		if errL != nil {
-			local = append(local, errL)
-		}
-		if errR != nil {
-			remoteErrs = append(remoteErrs, errR)
-		}
-	}
-	if len(local)+len(remoteErrs) > 0 {
-		first := func(e []error) error {
-			if len(e) == 0 {
-				return nil
-			}
-			return e[0]
-		}
-		t.Errorf("Kind.Ask failed %d times locally (first: %v) and %d times remotely (first: %v) racing the end of an activation",
-			len(local), first(local), len(remoteErrs), first(remoteErrs))
 	}
 }
 

@@ -290,3 +290,24 @@ func TestSingletonLeaveWaitsForItsActor(t *testing.T) {
 		t.Errorf("two singleton instances ran at once (%d starts)", count.starts)
 	}
 }
+
+// A singleton whose actor cannot be spawned (here the factory returns an
+// actor spawned already) holds its key, trying the spawn again at each
+// refresh, but Holding says false: it runs no actor.
+func TestSingletonHoldingAfterFailedSpawn(t *testing.T) {
+	ns := startNATS(t)
+	a := startSlow(t, ns.url(), "a", newRegistry(), time.Second, false)
+	g, err := actor.Spawn(a.sys, &Guard{live: &singletonCount{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := cluster.RunSingleton(a.c, "broken", func() *Guard { return g })
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(600 * time.Millisecond) // two attempts or more
+	if s.Holding() {
+		t.Error("Holding after a failed spawn")
+	}
+	_ = actor.SendPill(g, actor.FinishedMsg)
+}

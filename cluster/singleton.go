@@ -92,11 +92,12 @@ func RunSingleton[T any, A actor.Ref[T]](c *Cluster, name string, factory func()
 }
 
 // Holding reports whether this member holds the singleton's key and runs
-// its actor.
+// its actor (not after a failed spawn, which is tried again at the next
+// refresh, the key held meanwhile).
 func (s *Singleton) Holding() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.held
+	return s.held && s.stop != nil
 }
 
 func (s *Singleton) run() {

@@ -132,6 +132,11 @@ func (c *Cluster) requestActivate(ctx context.Context, node, kind, id string) (s
 		return "", fmt.Errorf("cluster: activation answer from %s: %w", node, err)
 	}
 	if rep.Err != "" {
+		if rep.Code == "notjoined" {
+			// The target's lease lapsed (it is still in our view): this
+			// member is joined, so ErrNotJoined would mislead the caller.
+			return "", fmt.Errorf("%w: %s is not a member now: %s", ErrFenced, node, rep.Err)
+		}
 		if e := errCodes[rep.Code]; e != nil {
 			return "", fmt.Errorf("%w: from %s: %s", e, node, rep.Err)
 		}

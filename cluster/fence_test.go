@@ -3,10 +3,12 @@ package cluster_test
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/actord/actord/cluster"
 	"github.com/nats-io/nats.go"
 )
 
@@ -97,6 +99,16 @@ func TestRejoinWaitsForFencedActivations(t *testing.T) {
 	px.partition()
 	waitFor(t, 2*ttl, "n2 fences", func() bool { return n2.k.LocalCount() == 0 })
 	px.heal()
+	// Meanwhile n2 is in n0's view (its old record kept) but refuses
+	// activations: n0's Get of an id placed on it fails with ErrFenced,
+	// not ErrNotJoined (n0 is a member).
+	time.Sleep(ttl / 2)
+	gctx, gcancel := context.WithTimeout(ctx, ttl/2)
+	_, gerr := n0.k.Get(gctx, idPlacedOn("r1b-fresh", "n2", "n0", "n2"))
+	gcancel()
+	if !errors.Is(gerr, cluster.ErrFenced) || errors.Is(gerr, cluster.ErrNotJoined) {
+		t.Errorf("Get of an id placed on a fenced member: %v, want ErrFenced", gerr)
+	}
 	waitFor(t, 3*ttl, "n2 rejoins", func() bool {
 		if n2.c.Incarnation() == inc {
 			return false

@@ -285,9 +285,11 @@ func (k *Kind[TR, R, Req]) hosted() bool { return k.spawn != nil }
 // actor.ErrTerminated, ErrOwnerLost, ErrMoved) and a new Get finds the
 // next one; Ask does that for you.
 //
-// Errors: ErrBadName (an empty id, or one over 512 bytes), ErrNotJoined,
-// ErrNoHost, ErrKV, ErrFenced, ctx's error; actor.ErrAskInBehaviour, at
-// once, from a behaviour (Get waits for round trips to the server).
+// Errors: ErrBadName (an empty id, or one over 512 bytes), ErrNotJoined
+// (this member), ErrNoHost, ErrKV, ErrFenced (also when the member that
+// holds the id, or that placement chose, has lost its lease and is still
+// in this member's view), ctx's error; actor.ErrAskInBehaviour, at once,
+// from a behaviour (Get waits for round trips to the server).
 func (k *Kind[TR, R, Req]) Get(ctx context.Context, id string) (remote.Asker[Req, R], error) {
 	p, _, err := k.get(ctx, id, false)
 	return p, err

@@ -31,6 +31,8 @@ type Singleton struct {
 	epoch uint64 // incremented at each loss of the key
 	// ended is closed when the last actor spawned has ended (nil before
 	// the first): the key is not taken again, nor deleted at Leave, before.
+	// Written by attempt, read by attempt and run (the singleton's
+	// goroutine); the channel is closed by the watch goroutine of spawn.
 	ended <-chan struct{}
 }
 

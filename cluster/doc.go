@@ -77,7 +77,9 @@
 // record under the old incarnation, so that no other member takes those
 // keys over while they end (TestRejoinWaitsForFencedActivations: a
 // behaviour of 3 TTLs outlives the fence, and the id is activated
-// elsewhere only after it ended).
+// elsewhere only after it ended). A behaviour that never returns keeps
+// the member out so: in the others' views, refusing activations, until
+// it returns or the member leaves.
 //
 // A behaviour that is running when the fence fires cannot be
 // interrupted: it runs to its end, and nothing is delivered to its actor

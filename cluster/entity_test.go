@@ -1,0 +1,348 @@
+package cluster_test
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/actord/actord/actor"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// entityCount is the number of entities of the concurrency test: 2,000, or
+// ACTORD_CLUSTER_ENTITIES (say 10000).
+func entityCount(t testing.TB) int {
+	if s := os.Getenv("ACTORD_CLUSTER_ENTITIES"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			t.Fatalf("ACTORD_CLUSTER_ENTITIES: %v", err)
+		}
+		return n
+	}
+	if testing.Short() {
+		return 300
+	}
+	return 2000
+}
+
+func startNodes(t testing.TB, url string, reg *registry, n int, cfg nodeConfig) []*cnode {
+	nodes := make([]*cnode, n)
+	for i := range nodes {
+		nodes[i] = startNode(t, url, fmt.Sprintf("n%d", i), reg, cfg)
+	}
+	for _, n := range nodes {
+		waitFor(t, 3*time.Second, n.name+" sees everyone", func() bool { return len(n.c.Members()) == len(nodes) })
+	}
+	return nodes
+}
+
+// askAll asks every id from every node at once (each node in its own random
+// order, with workers goroutines per node) and returns, per id, the node
+// that answered; it fails the test if two nodes got different answers.
+func askAll(t testing.TB, nodes []*cnode, ids []string, workers int) map[string]string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var mu sync.Mutex
+	owner := map[string]string{}
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	for _, n := range nodes {
+		order := rand.Perm(len(ids))
+		var next atomic.Int64
+		for range workers {
+			wg.Go(func() {
+				for {
+					i := int(next.Add(1)) - 1
+					if i >= len(order) {
+						return
+					}
+					id := ids[order[i]]
+					r, err := n.k.Ask(ctx, id, &Hit{N: 1})
+					if err != nil {
+						if failed.Add(1) < 5 {
+							t.Errorf("%s: ask %s: %v", n.name, id, err)
+						}
+						continue
+					}
+					mu.Lock()
+					if o, ok := owner[id]; ok && o != r.Node {
+						t.Errorf("%s: id %s answered by %s and by %s", n.name, id, o, r.Node)
+					}
+					owner[id] = r.Node
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	return owner
+}
+
+// Thousands of entities, asked from every node at once: each is activated
+// exactly once (counted by the entities themselves), every node reaches the
+// same activation, and placement spreads them over the hosting members.
+func TestManyEntitiesExactlyOnce(t *testing.T) {
+	ns := startNATS(t)
+	reg := newRegistry()
+	nodes := startNodes(t, ns.url(), reg, 4, nodeConfig{ttl: 5 * time.Second, host: true})
+	n := entityCount(t)
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = "e" + strconv.Itoa(i)
+	}
+	start := time.Now()
+	owner := askAll(t, nodes, ids, 8)
+	t.Logf("%d entities asked from %d nodes (%d asks) in %v", n, len(nodes), n*len(nodes), time.Since(start))
+	reg.check(t)
+	reg.mu.Lock()
+	for _, id := range ids {
+		if reg.total[id] != 1 {
+			t.Errorf("id %s activated %d times", id, reg.total[id])
+		}
+	}
+	reg.mu.Unlock()
+	per := map[string]int{}
+	for _, o := range owner {
+		per[o]++
+	}
+	t.Logf("activations per node: %v", per)
+	for _, nd := range nodes {
+		if per[nd.name] < n/len(nodes)/2 {
+			t.Errorf("node %s got %d of %d entities", nd.name, per[nd.name], n)
+		}
+		if got := nd.k.LocalCount(); got != per[nd.name] {
+			t.Errorf("node %s: LocalCount %d, answered for %d", nd.name, got, per[nd.name])
+		}
+	}
+}
+
+// A Get right after an activation, from another node, finds it: the key
+// is written before the activation answers.
+func TestLookupRightAfterActivation(t *testing.T) {
+	ns := startNATS(t)
+	reg := newRegistry()
+	nodes := startNodes(t, ns.url(), reg, 3, nodeConfig{ttl: 2 * time.Second, host: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i := range 50 {
+		id := "x" + strconv.Itoa(i)
+		a, b := nodes[i%3], nodes[(i+1)%3]
+		r1, err := a.k.Ask(ctx, id, &Hit{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r2, err := b.k.Ask(ctx, id, &Hit{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r1.Node != r2.Node || r2.Hits != 2 {
+			t.Fatalf("%s: first on %s, then %s with %d hits", id, r1.Node, r2.Node, r2.Hits)
+		}
+	}
+	reg.check(t)
+}
+
+// Passivation ends an idle activation and releases its key: the next ask
+// activates the entity again (after the first one ended, never beside it).
+func TestPassivationReleasesKey(t *testing.T) {
+	ns := startNATS(t)
+	reg := newRegistry()
+	nodes := startNodes(t, ns.url(), reg, 2, nodeConfig{ttl: 2 * time.Second, host: true,
+		spawnOpts: []actor.SpawnOption{actor.WithPassivation(100 * time.Millisecond)}})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// Both members ask: one of them reaches it remotely and keeps a route.
+	for _, n := range nodes {
+		if _, err := n.k.Ask(ctx, "p", &Hit{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 2*time.Second, "the activation passivates", func() bool {
+		return nodes[0].k.LocalCount()+nodes[1].k.LocalCount() == 0
+	})
+	kv := kvOf(t, nodes[0], "actord_activations")
+	waitFor(t, time.Second, "its key is released", func() bool {
+		keys, err := kv.ListKeys(ctx)
+		if err != nil {
+			return false
+		}
+		n := 0
+		for range keys.Keys() {
+			n++
+		}
+		return n == 0
+	})
+	r, err := nodes[1].k.Ask(ctx, "p", &Hit{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Hits != 1 {
+		t.Errorf("second activation has %d hits", r.Hits)
+	}
+	// The other member's route to the first activation is stale: its ask
+	// is refused there, and Ask finds the second one.
+	r2, err := nodes[0].k.Ask(ctx, "p", &Hit{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r2.Node != r.Node || r2.Hits != 2 {
+		t.Errorf("then from n0: %+v, want the second activation (on %s) with 2 hits", r2, r.Node)
+	}
+	reg.mu.Lock()
+	total := reg.total["p"]
+	reg.mu.Unlock()
+	if total != 2 {
+		t.Errorf("%d activations, want 2", total)
+	}
+	reg.check(t)
+}
+
+// kvOf opens a bucket on its own connection.
+func kvOf(t testing.TB, n *cnode, bucket string) jetstream.KeyValue {
+	t.Helper()
+	nc, err := nats.Connect(n.node.Conn().ConnectedUrl())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(context.Background(), bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kv
+}
+
+// The revision fence: when an activation's key is taken over (here written
+// by hand, as a partitioned node's rival would), the local activation stops
+// at once and asks are refused there; the next ask finds the new holder's
+// record stale (no such live member) and activates the entity again.
+func TestFenceOnTakeover(t *testing.T) {
+	ns := startNATS(t)
+	reg := newRegistry()
+	nodes := startNodes(t, ns.url(), reg, 2, nodeConfig{ttl: 2 * time.Second, host: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := nodes[0].k.Ask(ctx, "z", &Hit{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv := kvOf(t, nodes[0], "actord_activations")
+	keys, err := kv.ListKeys(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var key string
+	for k := range keys.Keys() {
+		key = k
+	}
+	if _, err := kv.Put(ctx, key, []byte(`{"node":"rival","inc":"00"}`)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Second, "the activation on "+r.Node+" stops", func() bool {
+		reg.mu.Lock()
+		defer reg.mu.Unlock()
+		return reg.live["z"] == 0
+	})
+	r2, err := nodes[1].k.Ask(ctx, "z", &Hit{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r2.Hits != 1 {
+		t.Errorf("after the takeover: %d hits, want a fresh activation", r2.Hits)
+	}
+	reg.check(t)
+}
+
+// An activation key whose value names no valid member (not JSON, no node,
+// a node name that is not a key) is stale: a Get takes it over instead of
+// failing with ErrKV for good.
+func TestMalformedActivationRecordTakenOver(t *testing.T) {
+	ns := startNATS(t)
+	reg := newRegistry()
+	n0 := startSlow(t, ns.url(), "n0", reg, 2*time.Second, true)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := n0.k.Ask(ctx, "warm", &Op{}); err != nil { // creates the buckets' keys
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(ns.url())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstreamNew(nc)
+	kv, err := js.KeyValue(ctx, "actord_activations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range []string{`{}`, `not json`, `{"node":"has space","inc":"1"}`} {
+		id := "r7-" + strconv.Itoa(i)
+		if _, err := kv.Put(ctx, "slow."+base64.RawURLEncoding.EncodeToString([]byte(id)), []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := n0.k.Ask(ctx, id, &Op{}); err != nil {
+			t.Errorf("id whose key holds %q: %v", v, err)
+		}
+	}
+}
+
+// An activation that ends by itself (here a status; passivation is the
+// same race) while asks are on their way. Through the local port, a
+// request queued behind the end and dropped undelivered is sent again by
+// Kind.Ask (the gate says whether it delivered it), which activates the
+// entity again: no failure. Through a remote port, package remote carries
+// actor.ErrTerminated without saying whether the request was delivered,
+// so Kind.Ask returns it (documented in Kind.Ask): the test counts them.
+func TestAskRacingEndOfActivation(t *testing.T) {
+	ns := startNATS(t)
+	reg := newRegistry()
+	const ttl = 2 * time.Second
+	n0 := startSlow(t, ns.url(), "n0", reg, ttl, true)
+	n1 := startSlow(t, ns.url(), "n1", reg, ttl, false)
+	waitMembers(t, 2, n0, n1)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var local, remoteErrs []error
+	for i := range 40 {
+		id := "r2-" + strconv.Itoa(i)
+		if _, err := n0.k.Ask(ctx, id, &Op{}); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		var errE, errL, errR error
+		wg.Go(func() { _, errE = n0.k.Ask(ctx, id, &Op{End: true}) })
+		wg.Go(func() { _, errL = n0.k.Ask(ctx, id, &Op{}) })
+		wg.Go(func() { _, errR = n1.k.Ask(ctx, id, &Op{}) })
+		wg.Wait()
+		errL = errors.Join(errE, errL)
+		if errL != nil {
+			local = append(local, errL)
+		}
+		if errR != nil {
+			remoteErrs = append(remoteErrs, errR)
+		}
+	}
+	if len(local) > 0 {
+		t.Errorf("Kind.Ask failed %d times locally racing the end of an activation (first: %v)", len(local), local[0])
+	}
+	for _, err := range remoteErrs {
+		if !errors.Is(err, actor.ErrTerminated) {
+			t.Errorf("remote ask racing the end of an activation: %v", err)
+		}
+	}
+	t.Logf("remote asks that failed with actor.ErrTerminated racing the end: %d of 40", len(remoteErrs))
+}

@@ -1,0 +1,4 @@
+package cluster
+
+// Score is the rendezvous hash, for tests that predict placement.
+var Score = score

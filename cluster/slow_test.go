@@ -1,0 +1,155 @@
+package cluster_test
+
+// The Slow entity, whose behaviour may take long, wait for a fence or end
+// its actor, and the helpers of the tests that use it.
+
+import (
+	"context"
+	"hash/fnv"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/actord/actord/actor"
+	"github.com/actord/actord/cluster"
+	"github.com/actord/actord/remote"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Op is a request to a Slow entity: sleep in the behaviour, answer, and
+// end the actor when End is set.
+type Op struct {
+	actor.Request[Reply]
+	Sleep time.Duration
+	End   bool
+	// UntilFenced: the behaviour returns once a fence has stopped its
+	// activation (a behaviour that started before the fence and returns
+	// within the lease's margin).
+	UntilFenced bool
+}
+
+// Slow is a test entity whose behaviour may take long or end the actor.
+type Slow struct {
+	actor.Actor
+	id, node string
+	reg      *registry
+	k        *slowKind
+	hits     int
+}
+
+func (s *Slow) Started()             { s.reg.started(s.id) }
+func (s *Slow) Stopped(actor.Reason) { s.reg.stopped(s.id) }
+
+func (s *Slow) OnOp(m *Op) actor.Allocation {
+	if m.Sleep > 0 {
+		time.Sleep(m.Sleep)
+	}
+	for m.UntilFenced && s.k.LocalCount() > 0 {
+		time.Sleep(2 * time.Millisecond)
+	}
+	s.hits++
+	m.Reply(Reply{Node: s.node, ID: s.id, Hits: s.hits})
+	if m.End {
+		return actor.Finished
+	}
+	return actor.Nodelete
+}
+
+type slowKind = cluster.Kind[Op, Reply, *Op]
+
+type snode struct {
+	name string
+	sys  *actor.System
+	node *remote.Node
+	c    *cluster.Cluster
+	k    *slowKind
+}
+
+func startSlow(t testing.TB, url, name string, reg *registry, ttl time.Duration, host bool, spawn ...actor.SpawnOption) *snode {
+	t.Helper()
+	sys, err := actor.Start(actor.WithWorkers(2), actor.WithQueues(16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := remote.Connect(sys, url, name, remote.WithLogger(quiet),
+		remote.WithNATS(nats.ReconnectWait(50*time.Millisecond), nats.MaxReconnects(-1), nats.ReconnectJitter(0, 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := cluster.New(sys, node, cluster.WithTTL(ttl), cluster.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := cluster.NewKind(c, "slow", remote.CBOR[*Op](), remote.CBOR[Reply]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if host {
+		if err := cluster.Host(k, func(id string) *Slow { return &Slow{id: id, node: name, reg: reg, k: k} }, (*Slow).OnOp, spawn...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Join(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n := &snode{name: name, sys: sys, node: node, c: c, k: k}
+	t.Cleanup(func() { n.stop(t) })
+	return n
+}
+
+func (n *snode) stop(t testing.TB) {
+	if n.sys == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = n.c.Leave(ctx)
+	n.node.Close()
+	_ = n.sys.Shutdown(ctx)
+	n.sys = nil
+}
+
+// rscore is a copy of the package's rendezvous score (kind.go: score).
+func rscore(node, kind, id string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(node))
+	h.Write([]byte{0})
+	h.Write([]byte(kind))
+	h.Write([]byte{0})
+	h.Write([]byte(id))
+	x := h.Sum64()
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+// idPlacedOn returns an id with prefix that placement over members puts on want.
+func idPlacedOn(prefix, want string, members ...string) string {
+	for i := 0; ; i++ {
+		id := prefix + strconv.Itoa(i)
+		best, bs := "", uint64(0)
+		for _, m := range members {
+			if s := rscore(m, "slow", id); best == "" || s > bs || s == bs && m < best {
+				best, bs = m, s
+			}
+		}
+		if best == want {
+			return id
+		}
+	}
+}
+
+func waitMembers(t testing.TB, n int, nodes ...*snode) {
+	t.Helper()
+	for _, x := range nodes {
+		waitFor(t, 5*time.Second, x.name+" sees all", func() bool { return len(x.c.Members()) == n })
+	}
+}
+
+func jetstreamNew(nc *nats.Conn) (jetstream.JetStream, error) { return jetstream.New(nc) }

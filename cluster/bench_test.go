@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"context"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -96,4 +97,30 @@ func BenchmarkAsk(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkEntityMemory: one op activates a new entity on a single member
+// (the only host, so placement keeps every entity there); after the loop
+// it reports the live heap per activation (B/entity), measured after a
+// collection: the actor, its cluster bookkeeping and its remote export,
+// not the key-value server's memory.
+func BenchmarkEntityMemory(b *testing.B) {
+	ns := startNATS(b)
+	nodes := startNodes(b, ns.url(), newRegistry(), 1, nodeConfig{ttl: 5 * time.Second, host: true})
+	ctx := context.Background()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	b.ResetTimer()
+	n := 0
+	for b.Loop() {
+		if _, err := nodes[0].k.Ask(ctx, "m"+strconv.Itoa(n), &Hit{}); err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
+	b.StopTimer()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/float64(n), "B/entity")
 }

@@ -170,8 +170,9 @@
 // A request that reaches the shut gate is refused undelivered with
 // ErrMoved, one that reaches the unexported name with
 // remote.ErrUnknownName: Kind.Ask asks again in both cases (through a port
-// that Get returned, ErrMoved comes as is from a local port, as the text
-// of a remote.ErrRemote failure from a remote one), and reaches the new
+// that Get returned, ErrMoved comes as is from a local port, and from a
+// remote one as a failure wrapping remote.ErrNotDelivered and
+// remote.ErrRemote with ErrMoved's text), and reaches the new
 // activation (TestAskQueuedBehindMoveCheck queues a remote and a local
 // ask behind the check). For one TTL after a move, the member it left
 // answers a claim of the id by "look again" while placement, in its view,
@@ -244,11 +245,16 @@
 // to one activation or to none. Kind.Ask retries only requests refused
 // before delivery: remote.ErrUnknownName (the activation had ended),
 // ErrMoved and ErrFenced from the gate, and actor.ErrTerminated for a
-// request to a local activation that the gate had not delivered (the
-// actor ended with it queued: TestAskRacingEndOfActivation). Through a
-// remote activation, a request queued there when the activation ends
-// fails with actor.ErrTerminated, which Kind.Ask returns: package remote
-// does not say whether it was delivered. An
+// request that the gate had not delivered (the actor ended with it
+// queued: TestAskRacingEndOfActivation), at most 16 times per Ask. The
+// gate marks each request it delivers, local or remote: the member that
+// holds an activation tells a remote asker that a request the gate had
+// not delivered was not delivered (remote.ErrNotDelivered, see
+// remote.OnServe), and the asker's Kind.Ask asks again; one the gate
+// delivered and whose activation then ended without answering it fails
+// with actor.ErrTerminated, which Kind.Ask returns (the behaviour may have
+// acted on it). A member of an older build holding the activation sends
+// actor.ErrTerminated alone, which Kind.Ask returns. An
 // ask in flight to a member that leaves or dies fails with an error
 // wrapping ErrOwnerLost as soon as the member is out of this member's view
 // (TestAskInFlightToDeadNode: within about one TTL), or at once when NATS
@@ -314,8 +320,9 @@
 // actor.FinishedMsg (sent through a port that Get returned before the
 // move, or read by the member's node just before the unexport) fails
 // undelivered with actor.ErrTerminated, as after a passivation: a window
-// of a few instructions; Kind.Ask sends such a request again through a
-// local port, not through a remote one (see "What is guaranteed"). Each
+// of a few instructions; Kind.Ask sends such a request again, through a
+// local port or a remote one (see "What is guaranteed"), at most 16 times
+// per Ask. Each
 // member watches the
 // whole activations' bucket, so each activation's claim and release reach
 // every member: the registry's traffic grows with activations times

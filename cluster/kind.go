@@ -282,7 +282,8 @@ func (k *Kind[TR, R, Req]) hosted() bool { return k.spawn != nil }
 // activation of id, on any node, finds it (the key is written before the
 // activation answers). The port may outlive the activation (passivation,
 // a node that leaves, a move): its asks then fail (remote.ErrUnknownName,
-// actor.ErrTerminated, ErrOwnerLost, ErrMoved) and a new Get finds the
+// actor.ErrTerminated, remote.ErrNotDelivered, ErrOwnerLost, ErrMoved) and
+// a new Get finds the
 // next one; Ask does that for you.
 //
 // Errors: ErrBadName (an empty id, or one over 512 bytes), ErrNotJoined
@@ -300,15 +301,16 @@ func (k *Kind[TR, R, Req]) Get(ctx context.Context, id string) (remote.Asker[Req
 // delivery (remote.ErrUnknownName: the activation ended in between;
 // ErrMoved: it is moving to another member; an error wrapping ErrFenced
 // from its gate: it was stopped by a fence or Leave; actor.ErrTerminated
-// from a local activation whose gate had not delivered it: the actor
-// ended with the request queued, at most 16 times per Ask). The request
-// is delivered at most once. Through a remote activation, a request
-// queued there when the activation ends (a status, passivation) fails
-// with actor.ErrTerminated, returned as is: package remote does not say
-// whether it was delivered (a behaviour that ends without answering the
-// request it received fails it so too). A behaviour returning a status
-// that ends its actor unexports the activation at once, so that only the
-// requests queued by then fail so. If the node that holds the
+// from an activation, local or remote, whose gate had not delivered it:
+// the actor ended with the request queued, at most 16 times per Ask; a
+// remote activation's member says so with remote.ErrNotDelivered). The
+// request is delivered at most once. A request that the gate delivered
+// and whose activation ended without answering it fails with
+// actor.ErrTerminated, returned as is (so does one queued on a member of
+// an older build, which does not say whether it delivered it). A
+// behaviour returning a status that ends its actor unexports the
+// activation at once, so that few remote requests are queued behind its
+// end. If the node that holds the
 // activation leaves or dies while the ask waits, or NATS has no subscriber
 // for it, Ask returns an error wrapping ErrOwnerLost (the request may have
 // been processed); asking again reaches the next activation. Errors: those
@@ -362,6 +364,14 @@ func (k *Kind[TR, R, Req]) Ask(ctx context.Context, id string, req Req) (R, erro
 			return zero, fmt.Errorf("cluster: ask to %s/%s on %s: %w", k.name, id, owner, cause)
 		case errors.Is(err, remote.ErrNoResponders):
 			return zero, fmt.Errorf("cluster: ask to %s/%s on %s: %w: %w", k.name, id, owner, ErrOwnerLost, err)
+		case errors.Is(err, remote.ErrNotDelivered) && errors.Is(err, actor.ErrTerminated) && undeliveredTries < maxUndelivered:
+			// Not delivered: the activation ended with the request queued
+			// (or was gone when it came).
+			undeliveredTries++
+			if err := sleepCtx(ctx, time.Duration(min(attempt, 10))*time.Millisecond); err != nil {
+				return zero, err
+			}
+			continue
 		case errors.Is(err, remote.ErrUnknownName), isRefused(err):
 			// Not delivered: the activation ended before the request came,
 			// or refused it as it moves to another member.
@@ -371,6 +381,29 @@ func (k *Kind[TR, R, Req]) Ask(ctx context.Context, id string, req Req) (R, erro
 			continue
 		}
 		return zero, err
+	}
+}
+
+// serve is the OnServe function of an activation's export: it tracks a
+// remote request as Ask tracks a local one (the gate sets its flag when it
+// delivers it), and says to the asking member that one failed before the
+// gate delivered it (a gate's refusal, or actor.ErrTerminated: the actor
+// ended with it queued) was not delivered (remote.ErrNotDelivered), so
+// that its Kind.Ask asks again.
+func (k *Kind[TR, R, Req]) serve(m Req) func(error) error {
+	delivered := new(atomic.Bool)
+	if _, dup := k.asks.LoadOrStore(m, delivered); dup {
+		return nil // decoded afresh by package remote: never one already tracked
+	}
+	return func(err error) error {
+		k.asks.Delete(m)
+		if err == nil || delivered.Load() || errors.Is(err, remote.ErrNotDelivered) {
+			return err
+		}
+		if errors.Is(err, actor.ErrTerminated) || isRefused(err) {
+			return fmt.Errorf("%w (%w)", err, remote.ErrNotDelivered)
+		}
+		return err
 	}
 }
 
@@ -753,7 +786,7 @@ func (k *Kind[TR, R, Req]) claim(ctx context.Context, id string, a *activation[R
 		fail("", fmt.Errorf("%w: %s/%s: %s", ErrFenced, k.name, id, refused))
 		return
 	}
-	if err := remote.ExportRequest(c.node, name, port, k.req, k.reply); err != nil {
+	if err := remote.ExportRequest(c.node, name, port, k.req, k.reply, remote.OnServe(k.serve)); err != nil {
 		// The node is closed (or the name exported twice, a bug): stop
 		// it; the watch below sees its end and releases the key.
 		c.log.Warn("cluster: exporting an activation", "kind", k.name, "id", id, "err", err)

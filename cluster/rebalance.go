@@ -31,8 +31,8 @@ import (
 // ErrMoved: the activation refused the request, undelivered, because it
 // is moving to another member. Kind.Ask asks again; a caller asking
 // through a port that Get returned gets it as is from a local port, and
-// as a remote.ErrRemote failure whose text is this error's from a remote
-// one. Get again, or use Kind.Ask.
+// from a remote one as a failure wrapping remote.ErrNotDelivered and
+// remote.ErrRemote whose text is this error's. Get again, or use Kind.Ask.
 var ErrMoved = errors.New("cluster: the entity is moving to another member; ask again")
 
 // errGateFenced is the gate's refusal of a request after its activation
@@ -41,9 +41,10 @@ var ErrMoved = errors.New("cluster: the entity is moving to another member; ask 
 var errGateFenced = fmt.Errorf("%w: the request was refused undelivered; ask again", ErrFenced)
 
 // isRefused reports whether err is a gate's refusal of an undelivered
-// request (ErrMoved, errGateFenced), locally or across package remote,
-// which carries an application's error as its text only (it has no code
-// of its own for one): the texts are this package's.
+// request (ErrMoved, errGateFenced), locally or across package remote:
+// a member's export sends it as a refusal (remote.ErrNotDelivered, see
+// Kind.serve), which the asker gets with the refusal's text; a member of
+// an older build sends it as text only, matched here.
 func isRefused(err error) bool {
 	if err == nil {
 		return false
@@ -53,6 +54,9 @@ func isRefused(err error) bool {
 	}
 	if !errors.Is(err, remote.ErrRemote) {
 		return false
+	}
+	if errors.Is(err, remote.ErrNotDelivered) && !errors.Is(err, actor.ErrTerminated) {
+		return true
 	}
 	s := err.Error()
 	return strings.Contains(s, ErrMoved.Error()) || strings.Contains(s, errGateFenced.Error())

@@ -121,7 +121,21 @@
 // with the request) answers first, context.DeadlineExceeded wrapped with
 // ErrRemote; both count in Stats.AsksTimedOut. Otherwise an ask ends with the reply, with the remote actor's
 // termination (actor.ErrTerminated), with "no responders" for its node, or
-// with Close. A node that dies after receiving a request sends nothing back,
+// with Close.
+//
+// An ask that fails with an error wrapping ErrNotDelivered was not
+// delivered to any behaviour on the remote node, and may be asked again:
+// the remote actor was gone when the request came (it then wraps
+// actor.ErrTerminated too), or the serving side says so: an error that
+// the request was failed with there that wraps ErrNotDelivered (a refusal,
+// with its text), or an OnServe function of the export that knows its
+// behaviour never received a request its actor's end dropped from the
+// queue. Without that, actor.ErrTerminated alone does not say whether the
+// request was delivered: the executor fails a request dropped from the
+// queue at its actor's end and one whose behaviour ended the actor
+// without answering it alike. Each travels as its own failure code; a
+// node of an older build, which does not know those codes, reads them as
+// ErrRemote with the error's text. A node that dies after receiving a request sends nothing back,
 // and nothing tells the asker: give asks a deadline. Only the node asked can
 // answer an ask (see "Security"); an answer for an ask that gave up is
 // counted as late and dropped. A node restarted under the same name takes

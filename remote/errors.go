@@ -39,6 +39,14 @@ var (
 	ErrWrongType = errors.New("remote: name exported with another message type")
 	// ErrNameTaken: Export of a name this node already exports.
 	ErrNameTaken = errors.New("remote: name already exported")
+	// ErrNotDelivered: the remote node failed the request before any
+	// behaviour received it, so it had no effect there and may be asked
+	// again: the actor was gone, or ended with the request still queued
+	// (the error then wraps actor.ErrTerminated too), or the serving side
+	// refused it undelivered (see OnServe). Errors that a request failed
+	// with on the serving node that wrap ErrNotDelivered reach the asker
+	// wrapping it, with their text.
+	ErrNotDelivered = errors.New("remote: request not delivered")
 	// ErrRemote is wrapped by every error that the remote node reported.
 	ErrRemote = errors.New("remote: error on the remote node")
 	// ErrBadName: a node name that is not a single NATS subject token of

@@ -1046,6 +1046,10 @@ func failureErr(code byte, text string) error {
 		return fmt.Errorf("%w (%w): %s", ErrEncode, ErrRemote, text)
 	case codeTerminated:
 		return fmt.Errorf("%w (%w)", actor.ErrTerminated, ErrRemote)
+	case codeUndelivered:
+		return fmt.Errorf("%w (%w, %w)", actor.ErrTerminated, ErrNotDelivered, ErrRemote)
+	case codeRefused:
+		return fmt.Errorf("%w (%w): %s", ErrNotDelivered, ErrRemote, text)
 	case codeStopped:
 		return fmt.Errorf("%w (%w)", actor.ErrStopped, ErrRemote)
 	case codeDeadline:
@@ -1063,6 +1067,11 @@ func failureErr(code byte, text string) error {
 // failureCode is the code sent for a local error.
 func failureCode(err error) byte {
 	switch {
+	case errors.Is(err, ErrNotDelivered):
+		if errors.Is(err, actor.ErrTerminated) {
+			return codeUndelivered
+		}
+		return codeRefused
 	case errors.Is(err, actor.ErrTerminated), errors.Is(err, actor.ErrNotSpawned):
 		return codeTerminated
 	case errors.Is(err, actor.ErrStopped), errors.Is(err, actor.ErrNotStarted):

@@ -89,8 +89,19 @@ func deliverFunc[M any](n *Node, name string, p actor.Port[M], c Codec[M]) func(
 // answered with ErrDecode. Plain sends through the port work as for
 // Export.
 //
+// What the asker can tell: a request the port refuses at once with
+// actor.ErrTerminated (or actor.ErrNotSpawned) was never queued, and the
+// asker's error wraps ErrNotDelivered as well as actor.ErrTerminated; so
+// does a request failed with an error that wraps both. An error that
+// wraps ErrNotDelivered only reaches the asker wrapping ErrNotDelivered,
+// with its text. Any other actor.ErrTerminated (the actor ended after the
+// request was queued) does not say whether a behaviour received it: the
+// executor fails a request dropped from a queue and one whose receiver
+// ended without answering it alike. The serving side that knows the
+// difference (its behaviour marks what it receives) says so with OnServe.
+//
 // Errors: ErrNameTaken, ErrClosed, ErrUnencodable (see JSON).
-func ExportRequest[TR, R any, Req executor.RequestPtr[TR, R]](n *Node, name string, p actor.Port[Req], req Codec[Req], reply Codec[R]) error {
+func ExportRequest[TR, R any, Req executor.RequestPtr[TR, R]](n *Node, name string, p actor.Port[Req], req Codec[Req], reply Codec[R], opts ...ExportOption[Req]) error {
 	if req == nil || reply == nil {
 		panic("remote: ExportRequest with a nil codec")
 	}
@@ -99,6 +110,10 @@ func ExportRequest[TR, R any, Req executor.RequestPtr[TR, R]](n *Node, name stri
 	}
 	if err := checkCodec(reply); err != nil {
 		return err
+	}
+	var o exportOpts[Req]
+	for _, opt := range opts {
+		opt(&o)
 	}
 	pool := &sync.Pool{}
 	request := func(from *peer, id uint64, timeout time.Duration, payload []byte) {
@@ -114,13 +129,49 @@ func ExportRequest[TR, R any, Req executor.RequestPtr[TR, R]](n *Node, name stri
 			r.fn = r.done
 		}
 		r.from, r.id = from, id
+		if o.serve != nil {
+			r.served = o.serve(m)
+		}
 		if err := actor.AskFunc(p, m, timeout, r.fn); err != nil {
+			if r.served != nil {
+				if e := r.served(err); e != nil {
+					err = e
+				}
+			}
 			r.release() // AskFunc does not call fn after an error
 			n.deadLetter(name, err)
-			from.fail(id, failureCode(err), err.Error())
+			code := failureCode(err)
+			if code == codeTerminated {
+				code = codeUndelivered // refused by the send: never queued
+			}
+			from.fail(id, code, err.Error())
 		}
 	}
 	return n.addExport(name, &export{hash: typeHash(req), send: deliverFunc(n, name, p, req), request: request})
+}
+
+// ExportOption is an option of ExportRequest.
+type ExportOption[Req any] func(*exportOpts[Req])
+
+type exportOpts[Req any] struct {
+	serve func(Req) func(error) error
+}
+
+// OnServe has ExportRequest call f with each decoded request before it
+// sends it to the port, and the function f returns (if not nil) exactly
+// once with the error the request ends with (nil when it was answered
+// with a value), before the answer is sent back: a non-nil error it
+// returns for a non-nil one is sent instead (its result for a value, or
+// a nil result, is ignored). A serving side whose behaviour marks the
+// requests it receives can so tell the asker that a request failed with
+// actor.ErrTerminated never reached it: it returns an error wrapping both
+// actor.ErrTerminated and ErrNotDelivered. f runs on the node's
+// subscription goroutine, the function it returns on the goroutine that
+// completes the request (a worker, inside Reply or at its actor's end;
+// a timer's; the node's when the port refuses the request): neither may
+// block.
+func OnServe[Req any](f func(m Req) (done func(error) error)) ExportOption[Req] {
+	return func(o *exportOpts[Req]) { o.serve = f }
 }
 
 // replier answers one remote request: its done, the AskFunc completion,
@@ -134,6 +185,8 @@ type replier[R any] struct {
 	fn    func(R, error) // r.done, bound once
 	from  *peer
 	id    uint64
+	// served, if not nil, is the OnServe function of this request.
+	served func(error) error
 }
 
 // done is called exactly once per request, by the goroutine that completes
@@ -152,8 +205,13 @@ type replier[R any] struct {
 // (nats.ErrReconnectBufExceeded, counted in Stats.PublishErrors: the
 // reply is lost and the ask ends with its context).
 func (r *replier[R]) done(v R, err error) {
-	from, id := r.from, r.id
+	from, id, served := r.from, r.id, r.served
 	r.release()
+	if served != nil {
+		if e := served(err); err != nil && e != nil {
+			err = e
+		}
+	}
 	if err != nil {
 		from.fail(id, failureCode(err), err.Error())
 		return
@@ -175,7 +233,7 @@ func (r *replier[R]) done(v R, err error) {
 
 // release returns the replier to its pool.
 func (r *replier[R]) release() {
-	r.from, r.id = nil, 0
+	r.from, r.id, r.served = nil, 0, nil
 	r.pool.Put(r)
 }
 

@@ -680,11 +680,15 @@ func TestServedAskErrorsKeepIdentity(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	// The actor terminates without replying, then is gone: both asks end
-	// with actor.ErrTerminated from the remote node.
+	// with actor.ErrTerminated from the remote node; only the second,
+	// refused by the send, says it was not delivered.
 	for i := range 2 {
 		_, err := p.Ask(ctx, &Echo{S: "x"})
 		if !errors.Is(err, actor.ErrTerminated) || !errors.Is(err, remote.ErrRemote) {
 			t.Fatalf("ask %d: %v, want actor.ErrTerminated and remote.ErrRemote", i, err)
+		}
+		if undelivered := errors.Is(err, remote.ErrNotDelivered); undelivered != (i == 1) {
+			t.Fatalf("ask %d: %v: remote.ErrNotDelivered %v, want %v", i, err, undelivered, i == 1)
 		}
 	}
 	if st := b.Stats(); st.DeadLetters != 1 {

@@ -49,7 +49,9 @@ const (
 	kindPong    = 6
 )
 
-// Failure codes carried by failure records.
+// Failure codes carried by failure records. A node that does not know a
+// code (one older than the code) reads it as codeOther: ErrRemote with the
+// record's text.
 const (
 	codeUnknownName = 1
 	codeWrongType   = 2
@@ -59,6 +61,14 @@ const (
 	codeStopped     = 6
 	codeDeadline    = 7
 	codeOther       = 8
+	// codeUndelivered: the request ended before any behaviour received
+	// it: the actor was gone, or ended with the request queued (the
+	// asker's error wraps actor.ErrTerminated and ErrNotDelivered).
+	codeUndelivered = 9
+	// codeRefused: the request was failed with an error that wraps
+	// ErrNotDelivered (a refusal before delivery, by the serving side's
+	// own code); the text is that error's.
+	codeRefused = 10
 )
 
 var errMalformed = errors.New("remote: malformed frame")

@@ -3,6 +3,7 @@ package executor
 import (
 	"os"
 	"runtime"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
 
@@ -146,11 +147,29 @@ func (e *Executor) helps() bool {
 	return !e.cfg.NoCallerHelp
 }
 
+// helpable reports whether a caller may help c: an alive actor whose
+// messages come through its mailbox (plain, or extended without a private
+// queue). A bounded or supervised actor's messages wait in its private
+// queue, drained by the owner (privqueue.go): its mailbox holds only
+// control envelopes, which a helper leaves to the owner.
+func helpable(c *Cell) bool {
+	st := c.state.Load()
+	if st&cellKindMask != cellAlive {
+		return false
+	}
+	if st&cellPlain != 0 {
+		return true
+	}
+	// x.inc and x.pq are set before x is published, and never change.
+	x := c.ext.Load()
+	return x != nil && x.inc == incOf(st) && x.pq == nil
+}
+
 // lendFor lends the owner of c's mailbox to the caller if it is parked
-// (H1), and returns it and the mailbox, or nil. Only a plain actor's: an
-// extended actor's envelopes are the owner's to deliver.
+// (H1), and returns it and the mailbox, or nil. Only for an actor that
+// helpable accepts.
 func lendFor(c *Cell) (*worker, *mailbox) {
-	if !goid.Supported || c.state.Load()&(cellKindMask|cellPlain) != cellAlive|cellPlain {
+	if !goid.Supported || !helpable(c) {
 		return nil, nil
 	}
 	mb := c.mb.Load()
@@ -188,7 +207,7 @@ const lateHelpEvery = 32
 // lendLate lends the owner of c's mailbox to a caller whose request is
 // queued there, if it sleeps (late help, above), without the forced wait.
 func lendLate(c *Cell) (*worker, *mailbox) {
-	if !goid.Supported || c.state.Load()&(cellKindMask|cellPlain) != cellAlive|cellPlain {
+	if !goid.Supported || !helpable(c) {
 		return nil, nil
 	}
 	mb := c.mb.Load()
@@ -322,10 +341,22 @@ const (
 
 // helpBatch is drainBatch for a helping caller (H3): the same delivery,
 // one envelope at a time, stopping where helpStop or the envelope says.
+// An extended actor's user message is delivered as deliverExtClaimed and
+// deliverExt do (helpExt); a panic or runtime.Goexit out of its behaviour
+// is left to the owner (lentPanic), whose recovery supervises or
+// terminates the actor, as are its statuses' hooks.
 func (w *worker) helpBatch(h *helpStop) (out helpOutcome) {
 	defer func() {
 		if out == helpPanicked {
 			r := recover()
+			if w.lentExt != nil {
+				// An extended actor's behaviour: its supervision,
+				// termination and watchers are the owner's.
+				w.lentPanic = &lentPanic{r: r, goexit: r == nil, stack: debug.Stack()}
+				w.lentTail, w.lentStatus = true, Nodelete
+				out = helpStopped
+				return
+			}
 			w.recovered(r, r == nil) // r == nil: runtime.Goexit is unwinding us
 		}
 	}()
@@ -335,8 +366,14 @@ func (w *worker) helpBatch(h *helpStop) (out helpOutcome) {
 		if env == nil {
 			return helpEmpty
 		}
-		if h.now() || e.shutdown.Load() || env.cell.state.Load() != env.want {
+		if h.now() || e.shutdown.Load() {
 			return helpStopped
+		}
+		if env.cell.state.Load() != env.want {
+			if !w.helpExt(env, h) {
+				return helpStopped
+			}
+			continue
 		}
 		w.buf.PopRef() // env: a panic's culprit is then w.buf.LastPopped()
 		h.left--
@@ -353,6 +390,70 @@ func (w *worker) helpBatch(h *helpStop) (out helpOutcome) {
 		}
 		w.msgStatus = Nodelete
 	}
+}
+
+// lentPanic is a panic (or runtime.Goexit: r nil, goexit set) out of an
+// extended actor's behaviour run by a helping caller, with the stack of
+// the caller's goroutine, for the owner to recover (finishLentTail).
+type lentPanic struct {
+	r      any
+	goexit bool
+	stack  []byte
+}
+
+// helpExt delivers env, the next envelope of the batch, which failed
+// helpBatch's comparison, if it is a user message to an alive extended
+// actor without a private queue whose Started hook has run, as
+// deliverExtClaimed and deliverExt would, and reports whether it did and
+// the helper may go on. Anything else (a dead letter, a control envelope,
+// the Started hook, a stop begun) it leaves in the batch, for the owner.
+// After the behaviour, the actor's inExt marker is cleared as
+// deliverExtClaimed does, unless a Stop has begun, or the statuses ask
+// for more than the next delivery: then the rest is the owner's
+// (lentTail, lentExt).
+func (w *worker) helpExt(env *envelope, h *helpStop) bool {
+	c := env.cell
+	if env.fn == ctlFn || c.state.Load()|cellPlain != env.want {
+		return false
+	}
+	x := c.ext.Load()
+	if x.pq != nil || (!x.started && x.starter != nil) {
+		return false
+	}
+	w.inExt.Store(c) // see deliverExtClaimed
+	if w.e.shutdown.Load() {
+		w.inExt.Store(nil)
+		return false // the owner drops it (deliverExtClaimed)
+	}
+	w.buf.PopRef() // env: a panic's culprit is then w.buf.LastPopped()
+	h.left--
+	x.delivered = true // the passivation mark (see passivate.go)
+	if w.mayBeRequest(env.msg) {
+		deliveredHeld(env.msg) // for a restart: see held.go
+	}
+	w.lentExt = c // a panic out of the behaviour is the owner's (helpBatch)
+	status := env.call()
+	if w.delivs++; w.delivs%beatEvery == 0 {
+		w.beat.Store(w.delivs) // see victimStalled
+	}
+	ms := w.msgStatus &^ msgForwarded
+	if status != Nodelete || ms == Delete || ms == Destroy || w.e.shutdown.Load() {
+		// Hooks, or leftExt's end at a Stop: the owner's (finishLent).
+		w.lentTail, w.lentStatus = true, status
+		return false
+	}
+	w.msgStatus = Nodelete
+	w.lentExt = nil
+	// leftExt, but what follows a Stop begun after the clear is the
+	// owner's: it calls leftExt again (finishLentTail), whose look in
+	// stop.busy, set once, decides as ours would, and whose endAtStop
+	// runs c's termination hooks.
+	w.inExt.Store(nil)
+	if w.e.shutdown.Load() {
+		w.lentTail, w.lentStatus, w.lentExt = true, Nodelete, c
+		return false
+	}
+	return true
 }
 
 // finishLent finishes, on the owner's goroutine after its park, the visit
@@ -385,6 +486,15 @@ func (w *worker) finishLentTail() {
 	env := w.buf.LastPopped()
 	status := w.lentStatus
 	w.lentTail, w.lentStatus = false, Nodelete
+	if p := w.lentPanic; p != nil {
+		// The helper's behaviour panicked: recover it here, as
+		// drainBatch's deferred call would have (its leaveExt clears
+		// lentExt's marker).
+		w.lentPanic, w.lentExt = nil, nil
+		done = true
+		w.recoveredStack(p.r, p.goexit, p.stack)
+		return
+	}
 	if status != Nodelete {
 		w.terminate(env.cell, env.want, status)
 		if w.msgStatus&msgForwarded == 0 && w.mayBeRequest(env.msg) {
@@ -395,6 +505,10 @@ func (w *worker) finishLentTail() {
 		w.msgStatus = Nodelete
 		w.messageDone(env, ms)
 		w.msgStatus = Nodelete
+	}
+	if c := w.lentExt; c != nil {
+		w.lentExt = nil
+		w.leftExt(c) // see helpExt
 	}
 	done = true
 }

@@ -16,7 +16,9 @@ import (
 // mailbox's owner is parked serves that mailbox itself instead of paying
 // the owner's wake-up (a thread wake-up, two for a worker sleeping on the
 // channel). It does so as the owner: it borrows the parked worker whole,
-// serves plain deliveries one at a time, and hands the rest of the visit
+// serves plain deliveries one at a time (a plain actor's, or an extended
+// actor's message when the worker would only run its behaviour), and
+// hands the rest of the visit
 // back to the owner as soon as it would have to wait for anything but its
 // own reply.
 //
@@ -36,13 +38,19 @@ import (
 //	    stopping before the next one once the caller's request is
 //	    complete, its context has ended, helpBudget deliveries were made,
 //	    or the executor is stopping; before an envelope that is not a
-//	    plain delivery (an extended actor's, a dead letter, a control
-//	    envelope); and after a behaviour whose statuses ask for more than
-//	    the next delivery (its actor's termination, its message's hooks).
+//	    plain delivery (a dead letter, a control envelope, an extended
+//	    actor's message whose Started hook has not run or whose actor has
+//	    a private queue); and after a behaviour whose statuses ask for
+//	    more than the next delivery (its actor's termination, its
+//	    message's hooks), an extended actor's behaviour that panicked, or
+//	    one after which a Stop has begun. An extended actor's message
+//	    (helpExt) is delivered as deliverExtClaimed and deliverExt do: the
+//	    inExt marker, the passivation mark, deliveredHeld, the behaviour.
 //	    A batch drained to its end is released (re-taken while the caller
 //	    may go on, as a worker does); a batch stopped short stays gulped,
 //	    with the rest of the visit left to the owner (w.cur set, and
-//	    lentTail for a termination or message hooks to run first)
+//	    lentTail for a termination, message hooks, an extended actor's
+//	    panic (lentPanic) or its marker's clearing (lentExt) first)
 //	H4  give back: restore the owner's identity, set visitLeft if a
 //	    visit is left, store parked (the state word: lent -> parked), and
 //	    if the owner waits for that (lentWait), signal its event; then the
@@ -84,17 +92,19 @@ import (
 //
 // Why an Ask does not wait for user code that waits for it: the helper
 // stops once its request is complete, and never runs a termination's
-// hooks, an extended actor's code (supervision, Stopped hooks) or a
-// message's hooks; code that waits for the asker to go on runs on the
-// owner. Only a behaviour the helper runs, before the request is
+// hooks, an extended actor's code but its behaviour (Started and Stopped
+// hooks, supervision, watchers' notices, even for a panic of a behaviour
+// it ran: the owner recovers it) or a message's hooks; code that waits
+// for the asker to go on runs on the owner. Only a behaviour the helper runs, before the request is
 // complete, can hold it; such a behaviour would hold a worker too.
 //
 // What differs from a worker: the helper's goroutine is not locked to an
 // OS thread; a behaviour's runtime.Goexit ends the asking goroutine (the
-// owner finishes the visit, after the actor's supervision made by the
-// helper, as for a panic); a context that ends while a behaviour runs is
-// noticed when it returns; OnError, for a panic the helper recovered,
-// runs on the helper's goroutine. Where goroutine identity is not
+// owner finishes the visit, after a plain actor's end made by the helper,
+// or the extended actor's supervision it makes, as for a panic); a context
+// that ends while a behaviour runs is noticed when it returns; OnError, for
+// a plain actor's panic the helper recovered, runs on the helper's
+// goroutine. Where goroutine identity is not
 // supported, callers do not help.
 
 // helpBudget bounds the deliveries one helping caller makes.

@@ -441,11 +441,8 @@ func (w *worker) helpExt(env *envelope, h *helpStop) bool {
 	if w.mayBeRequest(env.msg) {
 		deliveredHeld(env.msg) // for a restart: see held.go
 	}
-	w.lentExt = c // a panic out of the behaviour is the owner's (helpBatch)
-	status := env.call()
-	if w.delivs++; w.delivs%beatEvery == 0 {
-		w.beat.Store(w.delivs) // see victimStalled
-	}
+	w.lentExt = c        // a panic out of the behaviour is the owner's (helpBatch)
+	status := env.call() // not counted in delivs: a worker's slow path is not
 	ms := w.msgStatus &^ msgForwarded
 	if status != Nodelete || ms == Delete || ms == Destroy || w.e.shutdown.Load() {
 		// Hooks, or leftExt's end at a Stop: the owner's (finishLent).

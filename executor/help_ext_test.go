@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -301,4 +302,108 @@ func TestHelpStressExtended(t *testing.T) {
 			require.NoError(t, e.Stop(context.Background()))
 		})
 	}
+}
+
+// holdStopped replies to each request, then ends its actor (Finished),
+// whose Stopped hook waits until the asker has gone on (gone).
+type holdStopped struct {
+	cell Cell
+	gone chan struct{}
+	done chan struct{}
+	why  Reason
+}
+
+func (h *holdStopped) onReq(r *greq) Allocation {
+	_ = r.Reply(1)
+	return Finished
+}
+
+func (h *holdStopped) Stopped(why Reason) {
+	<-h.gone
+	h.why = why
+	close(h.done)
+}
+
+// An Ask to an actor with a Stopped hook is helped, and returns once
+// answered: the termination the behaviour asks for, whose Stopped hook
+// waits for the asker to have gone on, is left to the worker.
+func TestHelpedAskReturnsBeforeStoppedHook(t *testing.T) {
+	if !goid.Supported {
+		t.Skip("callers help only where goroutine identity is supported")
+	}
+	e, err := Start(helpCfg())
+	require.NoError(t, err)
+	h := &holdStopped{gone: make(chan struct{}), done: make(chan struct{})}
+	require.NoError(t, Spawn(e, &h.cell, h))
+	hp, err := Bind(&h.cell, h, (*holdStopped).onReq)
+	require.NoError(t, err)
+	require.Zero(t, h.cell.state.Load()&cellPlain, "not extended")
+	waitLendable(t, e)
+	done := make(chan error, 1)
+	go func() {
+		_, err := Ask(context.Background(), hp, &greq{})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Ask waits for the Stopped hook of the actor it helped")
+	}
+	require.Equal(t, uint64(1), callerVisits(e))
+	close(h.gone)
+	<-h.done
+	require.Equal(t, ReasonNormal, h.why)
+	require.NoError(t, e.Stop(context.Background()))
+}
+
+// A runtime.Goexit in a watched actor's behaviour that a helping caller
+// runs ends the asking goroutine only: the owner recovers it (the actor
+// ends, its watcher told once, Stop reports it with Goexit set) and
+// delivers the rest of the batch.
+func TestHelpedExtendedGoexit(t *testing.T) {
+	if !goid.Supported {
+		t.Skip("callers help only where goroutine identity is supported")
+	}
+	e, err := Start(Config{Workers: 1, Queues: 1, ParkTimeout: -1}) // one mailbox: a's send to b is local
+	require.NoError(t, err)
+	got := make(chan uintptr, 2)
+	b, bp := spawnHelpProbe(t, e, func(r *greq) Allocation {
+		got <- goid.Get()
+		_ = r.Reply(1)
+		return Nodelete
+	})
+	a, ap := spawnHelpProbeWith(t, e, SpawnOptions{}, func(*greq) Allocation {
+		if err := bp.Send(&greq{}); err != nil {
+			panic(err)
+		}
+		runtime.Goexit()
+		return Nodelete
+	})
+	notices, err := WatchChan(ap)
+	require.NoError(t, err)
+	waitLendable(t, e)
+	var g uintptr
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		g = goid.Get()
+		_, _ = Ask(context.Background(), ap, &greq{})
+		t.Error("Ask returned after the behaviour's Goexit")
+	}()
+	<-ended
+	require.Equal(t, g, a.g, "not run by the asking goroutine")
+	require.NotEqual(t, g, <-got, "the rest of the batch was not left to the owner")
+	n := <-notices
+	require.Equal(t, ReasonPanic, n.Reason)
+	select {
+	case n2, ok := <-notices:
+		require.False(t, ok, "a second notice: %v", n2)
+	case <-time.After(20 * time.Millisecond):
+	}
+	require.NoError(t, SendPill(&b.cell, b, NewPill(Finished)))
+	err = e.Stop(context.Background())
+	var pe *PanicError
+	require.ErrorAs(t, err, &pe)
+	require.True(t, pe.Goexit)
 }

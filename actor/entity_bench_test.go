@@ -146,3 +146,37 @@ func BenchmarkAskByName(b *testing.B) {
 		sys.Stop(ctx)
 	})
 }
+
+// BenchmarkAskEntity: Ask from a goroutine to one entity (an extended
+// actor: Entities watches it) on one worker, through a port kept from
+// before, beside the same Ask to a plain actor: the cost of an entity's
+// request on the service path, which a caller that helps serves itself
+// when the worker is parked.
+func BenchmarkAskEntity(b *testing.B) {
+	ctx := context.Background()
+	run := func(b *testing.B, p actor.Port[*greet]) {
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			if _, err := actor.Ask(ctx, p, &greet{Who: "b"}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+	}
+	b.Run("kind=entity", func(b *testing.B) {
+		sys, _ := actor.Start(actor.WithWorkers(1))
+		es := actor.NewEntities(sys, func(string) *greeter { return &greeter{} })
+		p := must(actor.EntityPort(ctx, es, "e", (*greeter).onGreet))
+		run(b, p)
+		actor.SendPill(must(es.Get(ctx, "e")), actor.FinishedMsg)
+		sys.Stop(ctx)
+	})
+	b.Run("kind=plain", func(b *testing.B) {
+		sys, _ := actor.Start(actor.WithWorkers(1))
+		g := must(actor.Spawn(sys, &greeter{}))
+		run(b, must(actor.Bind(g, (*greeter).onGreet)))
+		actor.SendPill(g, actor.FinishedMsg)
+		sys.Stop(ctx)
+	})
+}

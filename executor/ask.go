@@ -232,18 +232,24 @@ const askSpins = 2000
 //
 // Callers that help: if the worker that serves the actor's mailbox is
 // parked when Ask sends, or parks while Ask waits with the request still
-// queued, the calling goroutine delivers the request itself, as that worker (see help.go), instead of waking it: the
-// behaviour runs on the caller's goroutine, in a behaviour in every
-// respect (InBehaviour, ErrAskInBehaviour, panics and supervision,
-// statistics), with the messages queued before the request delivered
-// first, in order. The caller stops once the request is complete (or
-// ctx ends, or after a bounded number of deliveries) and leaves the rest
-// to the worker, which also runs, instead of the caller, every
-// termination and its hooks and every extended actor's code. Differences
+// queued, the calling goroutine delivers the request itself, as that
+// worker (see help.go), instead of waking it: the behaviour runs on the
+// caller's goroutine, in a behaviour in every respect (InBehaviour,
+// ErrAskInBehaviour, panics and supervision, statistics), with the
+// messages queued before the request delivered first, in order. This
+// holds for plain actors and for extended actors without a private queue
+// (watched, passivating, with hooks, Resume or Terminate supervision);
+// a bounded or Restart- or Escalate-supervised actor's messages are
+// delivered by the worker. The caller stops once the request is complete
+// (or ctx ends, or after a bounded number of deliveries) and leaves the
+// rest to the worker, which also runs, instead of the caller, every
+// termination and its hooks, an extended actor's hooks, supervision (a
+// panic out of an extended actor's behaviour the caller ran is recovered
+// by the worker, which then fails the request) and watchers' notices. Differences
 // for the caller: ctx is noticed between behaviours, so a behaviour the
 // caller runs delays Ask's return by its own length even if ctx ends
 // meanwhile; a runtime.Goexit in that behaviour ends the calling goroutine
-// (the actor's supervision proceeds as on a worker); the goroutine is not
+// (the actor's end or supervision proceeds as on a worker); the goroutine is not
 // locked to an OS thread, so a behaviour that needs its worker's thread
 // (runtime.LockOSThread, thread-local state) must not rely on it; and a
 // behaviour that blocks until the asker has gone on deadlocks it (a

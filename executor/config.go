@@ -212,7 +212,8 @@ type Config struct {
 	NoCallerHelp bool
 	// OnError, if set, is called with every *PanicError as it happens, on
 	// the goroutine that recovered it: a worker's, or that of a caller
-	// that helps (see Ask) for a panic in a behaviour it ran. It must not
+	// that helps (see Ask) for a panic in a plain actor's behaviour it ran
+	// (an extended actor's is recovered by the worker). It must not
 	// block for long.
 	OnError func(error)
 }

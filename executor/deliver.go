@@ -257,6 +257,13 @@ func (w *worker) takeRun() (runMode, plainEnd) {
 //   - runBehaviour: a behaviour: its actor is terminated, without hooks,
 //     or supervised.
 func (w *worker) recovered(r any, goexit bool) {
+	w.recoveredStack(r, goexit, nil)
+}
+
+// recoveredStack is recovered with the panicking goroutine's stack, taken
+// there (nil: this goroutine's, now): finishLentTail recovers on the owner
+// a panic that a helping caller's goroutine caught.
+func (w *worker) recoveredStack(r any, goexit bool, stack []byte) {
 	// The extended actor's code this worker ran (deliverExtClaimed) ends
 	// with this recovery, which may run its termination hooks first.
 	defer w.leaveExt()
@@ -275,7 +282,9 @@ func (w *worker) recovered(r any, goexit bool) {
 		w.skippedMessageDone(env, ms)
 		return
 	}
-	stack := debug.Stack()
+	if stack == nil {
+		stack = debug.Stack()
+	}
 	w.st.Panics++
 	var obj any
 	hook := ""

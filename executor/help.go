@@ -3,6 +3,7 @@ package executor
 import (
 	"os"
 	"runtime"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
 
@@ -15,7 +16,9 @@ import (
 // mailbox's owner is parked serves that mailbox itself instead of paying
 // the owner's wake-up (a thread wake-up, two for a worker sleeping on the
 // channel). It does so as the owner: it borrows the parked worker whole,
-// serves plain deliveries one at a time, and hands the rest of the visit
+// serves plain deliveries one at a time (a plain actor's, or an extended
+// actor's message when the worker would only run its behaviour), and
+// hands the rest of the visit
 // back to the owner as soon as it would have to wait for anything but its
 // own reply.
 //
@@ -35,13 +38,19 @@ import (
 //	    stopping before the next one once the caller's request is
 //	    complete, its context has ended, helpBudget deliveries were made,
 //	    or the executor is stopping; before an envelope that is not a
-//	    plain delivery (an extended actor's, a dead letter, a control
-//	    envelope); and after a behaviour whose statuses ask for more than
-//	    the next delivery (its actor's termination, its message's hooks).
+//	    plain delivery (a dead letter, a control envelope, an extended
+//	    actor's message whose Started hook has not run or whose actor has
+//	    a private queue); and after a behaviour whose statuses ask for
+//	    more than the next delivery (its actor's termination, its
+//	    message's hooks), an extended actor's behaviour that panicked, or
+//	    one after which a Stop has begun. An extended actor's message
+//	    (helpExt) is delivered as deliverExtClaimed and deliverExt do: the
+//	    inExt marker, the passivation mark, deliveredHeld, the behaviour.
 //	    A batch drained to its end is released (re-taken while the caller
 //	    may go on, as a worker does); a batch stopped short stays gulped,
 //	    with the rest of the visit left to the owner (w.cur set, and
-//	    lentTail for a termination or message hooks to run first)
+//	    lentTail for a termination, message hooks, an extended actor's
+//	    panic (lentPanic) or its marker's clearing (lentExt) first)
 //	H4  give back: restore the owner's identity, set visitLeft if a
 //	    visit is left, store parked (the state word: lent -> parked), and
 //	    if the owner waits for that (lentWait), signal its event; then the
@@ -83,17 +92,19 @@ import (
 //
 // Why an Ask does not wait for user code that waits for it: the helper
 // stops once its request is complete, and never runs a termination's
-// hooks, an extended actor's code (supervision, Stopped hooks) or a
-// message's hooks; code that waits for the asker to go on runs on the
-// owner. Only a behaviour the helper runs, before the request is
+// hooks, an extended actor's code but its behaviour (Started and Stopped
+// hooks, supervision, watchers' notices, even for a panic of a behaviour
+// it ran: the owner recovers it) or a message's hooks; code that waits
+// for the asker to go on runs on the owner. Only a behaviour the helper runs, before the request is
 // complete, can hold it; such a behaviour would hold a worker too.
 //
 // What differs from a worker: the helper's goroutine is not locked to an
 // OS thread; a behaviour's runtime.Goexit ends the asking goroutine (the
-// owner finishes the visit, after the actor's supervision made by the
-// helper, as for a panic); a context that ends while a behaviour runs is
-// noticed when it returns; OnError, for a panic the helper recovered,
-// runs on the helper's goroutine. Where goroutine identity is not
+// owner finishes the visit, after a plain actor's end made by the helper,
+// or the extended actor's supervision it makes, as for a panic); a context
+// that ends while a behaviour runs is noticed when it returns; OnError, for
+// a plain actor's panic the helper recovered, runs on the helper's
+// goroutine. Where goroutine identity is not
 // supported, callers do not help.
 
 // helpBudget bounds the deliveries one helping caller makes.
@@ -146,11 +157,29 @@ func (e *Executor) helps() bool {
 	return !e.cfg.NoCallerHelp
 }
 
+// helpable reports whether a caller may help c: an alive actor whose
+// messages come through its mailbox (plain, or extended without a private
+// queue). A bounded or supervised actor's messages wait in its private
+// queue, drained by the owner (privqueue.go): its mailbox holds only
+// control envelopes, which a helper leaves to the owner.
+func helpable(c *Cell) bool {
+	st := c.state.Load()
+	if st&cellKindMask != cellAlive {
+		return false
+	}
+	if st&cellPlain != 0 {
+		return true
+	}
+	// x.inc and x.pq are set before x is published, and never change.
+	x := c.ext.Load()
+	return x != nil && x.inc == incOf(st) && x.pq == nil
+}
+
 // lendFor lends the owner of c's mailbox to the caller if it is parked
-// (H1), and returns it and the mailbox, or nil. Only a plain actor's: an
-// extended actor's envelopes are the owner's to deliver.
+// (H1), and returns it and the mailbox, or nil. Only for an actor that
+// helpable accepts.
 func lendFor(c *Cell) (*worker, *mailbox) {
-	if !goid.Supported || c.state.Load()&(cellKindMask|cellPlain) != cellAlive|cellPlain {
+	if !goid.Supported || !helpable(c) {
 		return nil, nil
 	}
 	mb := c.mb.Load()
@@ -188,7 +217,7 @@ const lateHelpEvery = 32
 // lendLate lends the owner of c's mailbox to a caller whose request is
 // queued there, if it sleeps (late help, above), without the forced wait.
 func lendLate(c *Cell) (*worker, *mailbox) {
-	if !goid.Supported || c.state.Load()&(cellKindMask|cellPlain) != cellAlive|cellPlain {
+	if !goid.Supported || !helpable(c) {
 		return nil, nil
 	}
 	mb := c.mb.Load()
@@ -322,10 +351,22 @@ const (
 
 // helpBatch is drainBatch for a helping caller (H3): the same delivery,
 // one envelope at a time, stopping where helpStop or the envelope says.
+// An extended actor's user message is delivered as deliverExtClaimed and
+// deliverExt do (helpExt); a panic or runtime.Goexit out of its behaviour
+// is left to the owner (lentPanic), whose recovery supervises or
+// terminates the actor, as are its statuses' hooks.
 func (w *worker) helpBatch(h *helpStop) (out helpOutcome) {
 	defer func() {
 		if out == helpPanicked {
 			r := recover()
+			if w.lentExt != nil {
+				// An extended actor's behaviour: its supervision,
+				// termination and watchers are the owner's.
+				w.lentPanic = &lentPanic{r: r, goexit: r == nil, stack: debug.Stack()}
+				w.lentTail, w.lentStatus = true, Nodelete
+				out = helpStopped
+				return
+			}
 			w.recovered(r, r == nil) // r == nil: runtime.Goexit is unwinding us
 		}
 	}()
@@ -335,8 +376,14 @@ func (w *worker) helpBatch(h *helpStop) (out helpOutcome) {
 		if env == nil {
 			return helpEmpty
 		}
-		if h.now() || e.shutdown.Load() || env.cell.state.Load() != env.want {
+		if h.now() || e.shutdown.Load() {
 			return helpStopped
+		}
+		if env.cell.state.Load() != env.want {
+			if !w.helpExt(env, h) {
+				return helpStopped
+			}
+			continue
 		}
 		w.buf.PopRef() // env: a panic's culprit is then w.buf.LastPopped()
 		h.left--
@@ -353,6 +400,67 @@ func (w *worker) helpBatch(h *helpStop) (out helpOutcome) {
 		}
 		w.msgStatus = Nodelete
 	}
+}
+
+// lentPanic is a panic (or runtime.Goexit: r nil, goexit set) out of an
+// extended actor's behaviour run by a helping caller, with the stack of
+// the caller's goroutine, for the owner to recover (finishLentTail).
+type lentPanic struct {
+	r      any
+	goexit bool
+	stack  []byte
+}
+
+// helpExt delivers env, the next envelope of the batch, which failed
+// helpBatch's comparison, if it is a user message to an alive extended
+// actor without a private queue whose Started hook has run, as
+// deliverExtClaimed and deliverExt would, and reports whether it did and
+// the helper may go on. Anything else (a dead letter, a control envelope,
+// the Started hook, a stop begun) it leaves in the batch, for the owner.
+// After the behaviour, the actor's inExt marker is cleared as
+// deliverExtClaimed does, unless a Stop has begun, or the statuses ask
+// for more than the next delivery: then the rest is the owner's
+// (lentTail, lentExt).
+func (w *worker) helpExt(env *envelope, h *helpStop) bool {
+	c := env.cell
+	if env.fn == ctlFn || c.state.Load()|cellPlain != env.want {
+		return false
+	}
+	x := c.ext.Load()
+	if x.pq != nil || (!x.started && x.starter != nil) {
+		return false
+	}
+	w.inExt.Store(c) // see deliverExtClaimed
+	if w.e.shutdown.Load() {
+		w.inExt.Store(nil)
+		return false // the owner drops it (deliverExtClaimed)
+	}
+	w.buf.PopRef() // env: a panic's culprit is then w.buf.LastPopped()
+	h.left--
+	x.delivered = true // the passivation mark (see passivate.go)
+	if w.mayBeRequest(env.msg) {
+		deliveredHeld(env.msg) // for a restart: see held.go
+	}
+	w.lentExt = c        // a panic out of the behaviour is the owner's (helpBatch)
+	status := env.call() // not counted in delivs: a worker's slow path is not
+	ms := w.msgStatus &^ msgForwarded
+	if status != Nodelete || ms == Delete || ms == Destroy || w.e.shutdown.Load() {
+		// Hooks, or leftExt's end at a Stop: the owner's (finishLent).
+		w.lentTail, w.lentStatus = true, status
+		return false
+	}
+	w.msgStatus = Nodelete
+	w.lentExt = nil
+	// leftExt, but what follows a Stop begun after the clear is the
+	// owner's: it calls leftExt again (finishLentTail), whose look in
+	// stop.busy, set once, decides as ours would, and whose endAtStop
+	// runs c's termination hooks.
+	w.inExt.Store(nil)
+	if w.e.shutdown.Load() {
+		w.lentTail, w.lentStatus, w.lentExt = true, Nodelete, c
+		return false
+	}
+	return true
 }
 
 // finishLent finishes, on the owner's goroutine after its park, the visit
@@ -385,6 +493,15 @@ func (w *worker) finishLentTail() {
 	env := w.buf.LastPopped()
 	status := w.lentStatus
 	w.lentTail, w.lentStatus = false, Nodelete
+	if p := w.lentPanic; p != nil {
+		// The helper's behaviour panicked: recover it here, as
+		// drainBatch's deferred call would have (its leaveExt clears
+		// lentExt's marker).
+		w.lentPanic, w.lentExt = nil, nil
+		done = true
+		w.recoveredStack(p.r, p.goexit, p.stack)
+		return
+	}
 	if status != Nodelete {
 		w.terminate(env.cell, env.want, status)
 		if w.msgStatus&msgForwarded == 0 && w.mayBeRequest(env.msg) {
@@ -395,6 +512,10 @@ func (w *worker) finishLentTail() {
 		w.msgStatus = Nodelete
 		w.messageDone(env, ms)
 		w.msgStatus = Nodelete
+	}
+	if c := w.lentExt; c != nil {
+		w.lentExt = nil
+		w.leftExt(c) // see helpExt
 	}
 	done = true
 }

@@ -187,6 +187,14 @@ type worker struct {
 	// after the give-back.
 	lentTail   bool
 	lentStatus Allocation
+	// lentExt, set with lentTail, is the extended actor whose delivery a
+	// helping caller made last: its inExt marker is still set, for the
+	// owner to clear (leftExt) after the statuses. lentPanic, set with
+	// lentTail, is a panic or runtime.Goexit out of that delivery's
+	// behaviour, which the owner recovers (supervision, termination,
+	// watchers) instead of the helper. Same ownership as lentTail.
+	lentExt   *Cell
+	lentPanic *lentPanic
 	// visitLeft is set by a helping caller that leaves the rest of a
 	// visit to this worker (in its buffer), before it gives the worker
 	// back, and cleared by the worker when it finishes that visit

@@ -1,0 +1,261 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/actord/actord/actor"
+	"github.com/actord/actord/remote"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+func r3NATS(t *testing.T) string {
+	t.Helper()
+	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true,
+		JetStream: true, StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats not ready")
+	}
+	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+	return s.ClientURL()
+}
+
+// r3KV wraps a bucket: once armed, the next Update is performed, then
+// held (its result not returned) until release is closed.
+type r3KV struct {
+	jetstream.KeyValue
+	mu      sync.Mutex
+	armed   bool
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (w *r3KV) Update(ctx context.Context, key string, value []byte, rev uint64) (uint64, error) {
+	w.mu.Lock()
+	armed := w.armed
+	w.armed = false
+	w.mu.Unlock()
+	n, err := w.KeyValue.Update(ctx, key, value, rev)
+	if armed {
+		close(w.entered)
+		<-w.release
+	}
+	return n, err
+}
+
+func r3Member(t *testing.T, url, name string, opts ...Option) (*Cluster, func()) {
+	t.Helper()
+	sys, err := actor.Start(actor.WithWorkers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := remote.Connect(sys, url, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts = append([]Option{WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}, opts...)
+	c, err := New(sys, node, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = c.Leave(ctx)
+		node.Close()
+		_ = sys.Shutdown(ctx)
+	}
+}
+
+// Leave racing the refresher's rejoin: a member whose lease lapsed (no
+// activation to wait for) rejoins under a new incarnation; Leave begins
+// while that write is in flight. refresh sees the epoch moved and, since
+// the new incarnation was never stored in lease.inc, drops the write's
+// revision; Leave's writeLeaving and its final Delete then fail with a
+// wrong revision, which both swallow. Leave returns nil, and the member's
+// record stays in the bucket, live, not leaving, under an incarnation
+// that nobody holds, until it expires (one TTL): the others place ids on
+// a member that has left (NoResponders: Get spins) for that long.
+func TestReview3LeaveRacingRejoinLeavesRecord(t *testing.T) {
+	url := r3NATS(t)
+	const ttl = 20 * time.Second // the refresher's own tick (TTL/4) stays out of the way
+	c, stop := r3Member(t, url, "m0", WithTTL(ttl), WithRebalance(Rebalance{Off: true}))
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Join(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w := &r3KV{KeyValue: c.members, armed: true, entered: make(chan struct{}), release: make(chan struct{})}
+	c.members = w // the refresher has not read it yet (first tick at TTL/4)
+
+	c.lease.mu.Lock()
+	c.fenceLocked("test: lease lapsed")
+	c.lease.mu.Unlock()
+
+	refreshed := make(chan struct{})
+	go func() { defer close(refreshed); c.refresh() }() // the rejoin
+	<-w.entered                                         // its Update is done on the server
+	left := make(chan error, 1)
+	go func() { left <- c.Leave(ctx) }()
+	for {
+		c.lease.mu.Lock()
+		l := c.lease.leaving
+		c.lease.mu.Unlock()
+		if l {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(w.release)
+	<-refreshed
+	if err := <-left; err != nil {
+		t.Logf("Leave: %v", err)
+	}
+	e, err := w.KeyValue.Get(ctx, "m0")
+	if !errors.Is(err, jetstream.ErrKeyNotFound) {
+		m, _ := decodeMember(e)
+		t.Errorf("after Leave returned, the member record is still there: %+v (err %v); Leave's Incarnation %s", m, err, c.Incarnation())
+	}
+}
+
+type r3Guard struct{ actor.Actor }
+
+// A singleton refresh racing its own fence timer: the refresh (Update)
+// succeeds on the server, but the fence fired meanwhile (epoch moved), so
+// attempt drops the new revision. The key is then the member's on the
+// server, fresh for one more TTL, but the member neither knows its
+// revision nor holds it: its next attempts fail (ErrKeyExists), no other
+// candidate can create it, and Leave, which only deletes a key it holds,
+// leaves it there: the singleton runs nowhere for up to one TTL after the
+// actor ended, where the doc promises that Leave deletes the key.
+func TestReview3SingletonRefreshRacingFenceOrphansKey(t *testing.T) {
+	url := r3NATS(t)
+	const ttl = 20 * time.Second
+	c, stop := r3Member(t, url, "s0", WithTTL(ttl), WithRebalance(Rebalance{Off: true}))
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Join(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s, err := RunSingleton(c, "g", func() *r3Guard { return &r3Guard{} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for !s.Holding() {
+		time.Sleep(5 * time.Millisecond)
+	}
+	w := &r3KV{KeyValue: c.singletons, armed: true, entered: make(chan struct{}), release: make(chan struct{})}
+	c.singletons = w // the run goroutine's next attempt is TTL/4 away
+	done := make(chan struct{})
+	go func() { defer close(done); s.attempt() }() // a refresh
+	<-w.entered                                   // done on the server
+	s.mu.Lock()
+	s.until = time.Now().Add(-time.Millisecond) // its lease ran out meanwhile
+	s.mu.Unlock()
+	s.fenceTimer()
+	close(w.release)
+	<-done
+	s.mu.Lock()
+	known := s.rev
+	s.mu.Unlock()
+	if err := c.Leave(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Without the race the key left behind is the one the member last
+	// knew, which expires 1/5 TTL after the fence; here it is a newer
+	// write, fresh for a whole TTL, that the member dropped.
+	if e, err := w.KeyValue.Get(ctx, "g"); err == nil && e.Revision() != known {
+		t.Errorf("after Leave the singleton's key has revision %d, written by the refresh that raced the fence; the member knew %d and neither deleted it nor let it expire on its lease: no candidate can take it for up to one TTL", e.Revision(), known)
+	}
+}
+
+type r3Req struct {
+	actor.Request[int]
+}
+
+type r3Ent struct{ actor.Actor }
+
+// The fence must stop every local activation "at once": its gate shut
+// within the lease's margin (TTL/5), since the key may expire then. But
+// fenceAll stops them one by one, each a.stop doing stopped.Store, then
+// remote.Node.Unexport, which copies the node's whole export map (copy on
+// write, O(exports)): stopping N activations costs O(N²), all under
+// lease.mu (which blocks every Get, claim and refresh meanwhile), and the
+// last activation's gate stays open, delivering requests, until then.
+// With 5,000 activations and a 1s TTL (margin 200ms) the fence takes far
+// longer than the margin (about 3.5s for 10,000 on this machine without
+// the race detector, 60s for 30,000). The same O(N) copy makes each
+// activation's export O(N): activating N entities on a member is O(N²).
+func TestReview3FenceOfManyActivationsOutlastsMargin(t *testing.T) {
+	url := r3NATS(t)
+	const ttl = time.Second
+	const n = 5000
+	c, stop := r3Member(t, url, "f0", WithTTL(ttl), WithRebalance(Rebalance{Off: true}))
+	defer stop()
+	k, err := NewKind(c, "k", remote.CBOR[*r3Req](), remote.CBOR[int]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Join(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ent, err := actor.Spawn(c.sys, &r3Ent{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := actor.Bind(ent, func(*r3Ent, *r3Req) actor.Allocation { return actor.Nodelete })
+	if err != nil {
+		t.Fatal(err)
+	}
+	// n registered activations, as claims leave them (exported, in acts).
+	var last *activation[*r3Req]
+	k.mu.Lock()
+	for i := range n {
+		id := fmt.Sprintf("id-%d", i)
+		name := exportName(k.name, id)
+		a := &activation[*r3Req]{ready: make(chan struct{}), ended: make(chan struct{}), port: p, owner: c.Name()}
+		close(a.ready)
+		a.stop = func() { a.use.stopped.Store(true); _ = c.node.Unexport(name) }
+		k.acts[id] = a
+		last = a
+	}
+	k.mu.Unlock()
+	t0 := time.Now()
+	for i := range n {
+		if err := remote.ExportRequest(c.node, exportName(k.name, fmt.Sprintf("id-%d", i)), p, k.req, k.reply); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("exporting %d activations took %v", n, time.Since(t0))
+	_ = last
+	start := time.Now()
+	c.lease.mu.Lock()
+	c.fenceLocked("test")
+	c.lease.mu.Unlock()
+	took := time.Since(start)
+	stopped := 0
+	for _, a := range k.acts {
+		if a.use.stopped.Load() {
+			stopped++
+		}
+	}
+	if took > ttl/5 {
+		t.Errorf("fencing %d activations took %v (lease.mu held throughout; %d gates shut by then): the last gates shut past the lease's margin of %v", n, took, stopped, ttl/5)
+	}
+	_ = actor.SendPill(ent, actor.FinishedMsg)
+}

@@ -1,0 +1,330 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/actord/actord/actor"
+	"github.com/actord/actord/cluster"
+	"github.com/actord/actord/remote"
+	"github.com/nats-io/nats.go"
+)
+
+// Relay is an entity whose behaviour relays the failure of a downstream
+// call: here it fails every request it receives with an error wrapping
+// cluster.ErrMoved, as an entity would that asks another entity through a
+// port that Get returned (which gives ErrMoved as is) and fails its own
+// request with the error it got.
+type Relay struct {
+	actor.Actor
+	n *atomic.Int64
+}
+
+func (r *Relay) OnHit(m *Hit) actor.Allocation {
+	r.n.Add(1)
+	_ = m.Fail(fmt.Errorf("downstream inventory: %w", cluster.ErrMoved))
+	return actor.Nodelete
+}
+
+func startRelay(t *testing.T, url, name string, host bool, n *atomic.Int64) *cnode {
+	t.Helper()
+	return startCustom(t, url, name, nil, func(k *testKind) error {
+		if !host {
+			return nil
+		}
+		return cluster.Host(k, func(string) *Relay { return &Relay{n: n} }, (*Relay).OnHit)
+	})
+}
+
+func startCustom(t *testing.T, url, name string, opts []cluster.Option, host func(*testKind) error) *cnode {
+	t.Helper()
+	sys, err := actor.Start(actor.WithWorkers(1), actor.WithQueues(16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := remote.Connect(sys, url, name, remote.WithLogger(quiet),
+		remote.WithNATS(nats.ReconnectWait(50*time.Millisecond), nats.MaxReconnects(-1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := cluster.New(sys, node, append([]cluster.Option{cluster.WithTTL(2 * time.Second), cluster.WithLogger(quiet)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := cluster.NewKind(c, "counter", remote.CBOR[*Hit](), remote.CBOR[Reply]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := host(k); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Join(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cn := &cnode{name: name, sys: sys, node: node, c: c, k: k}
+	t.Cleanup(func() { cn.stop(t) })
+	return cn
+}
+
+// Kind.Ask promises at-most-once delivery, and retries only requests
+// refused before delivery. But it recognizes a refusal by the error alone
+// (errors.Is ErrMoved locally, the error's text through package remote):
+// a request that WAS delivered and that the behaviour failed with an error
+// wrapping ErrMoved (a relayed downstream failure) is sent again, and
+// again, until the caller's deadline: delivered many times.
+func TestReview3AskRedeliversRequestFailedWithErrMoved(t *testing.T) {
+	ns := startNATS(t)
+	var n atomic.Int64
+	n0 := startRelay(t, ns.url(), "n0", true, &n)
+	n1 := startRelay(t, ns.url(), "n1", false, &n)
+	waitFor(t, 5*time.Second, "2 members", func() bool { return len(n1.c.Members()) == 2 })
+	for _, tc := range []struct {
+		from *cnode
+		id   string
+	}{{n0, "local"}, {n1, "remote"}} {
+		n.Store(0)
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		_, err := tc.from.k.Ask(ctx, tc.id, &Hit{})
+		cancel()
+		if got := n.Load(); got != 1 {
+			t.Errorf("%s ask: the request was delivered %d times (want 1, at most once); Ask returned %v", tc.id, got, err)
+		}
+	}
+}
+
+// Leave racing the fence: Leave sets the lease not held and STOPS the
+// fence timer, then writes the leaving mark (writeLeaving, bounded by
+// 4/5 TTL) before it stops any activation (releaseAll). A member cut off
+// from the server that begins to Leave shortly before its fence would
+// fire therefore keeps its activations running, gate open, for up to 4/5
+// TTL more: past its lease. Its key expires meanwhile, another member
+// takes the id over, and two activations of the id run at once.
+func TestReview3LeaveDuringPartitionOutlivesLease(t *testing.T) {
+	ns := startNATS(t)
+	reg := newRegistry()
+	const ttl = 2 * time.Second
+	px := startProxy(t, fmt.Sprintf("127.0.0.1:%d", ns.opts.Port))
+	n0 := startSlow(t, ns.url(), "n0", reg, ttl, true)
+	n2 := startSlow(t, px.url(), "n2", reg, ttl, true)
+	waitMembers(t, 2, n0, n2)
+	id := idPlacedOn("lv-", "n2", "n0", "n2")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if r, err := n0.k.Ask(ctx, id, &Op{}); err != nil || r.Node != "n2" {
+		t.Fatalf("first ask: %+v %v", r, err)
+	}
+	px.partition()
+	start := time.Now()
+	// The fence would fire between 0.55 and 0.8 TTL after the partition
+	// (4/5 TTL after the last refresh sent, at most TTL/4 before it).
+	time.Sleep(ttl / 2)
+	leaveCtx, leaveCancel := context.WithTimeout(ctx, 2*ttl)
+	defer leaveCancel()
+	left := make(chan struct{})
+	go func() { defer close(left); _ = n2.c.Leave(leaveCtx) }()
+	for ctx.Err() == nil {
+		actx, acancel := context.WithTimeout(ctx, 150*time.Millisecond)
+		r, err := n0.k.Ask(actx, id, &Op{})
+		acancel()
+		if err == nil && r.Node == "n0" {
+			t.Logf("taken over by n0 %v after the partition", time.Since(start))
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	reg.check(t)
+	px.heal()
+	<-left
+}
+
+// BusyCounter is a Counter that always says it is Busy (it keeps work of
+// its own), so that rebalancing leaves it where it is.
+type BusyCounter struct{ Counter }
+
+func (*BusyCounter) Busy() bool { return true }
+
+// Idle passivation (actor.WithPassivation) ends an actor that has
+// received no message for d. The rebalancer sends a move check, a
+// message, to every idle activation that placement puts elsewhere at
+// every look (Rebalance.Every), and a Busy entity refuses to move: so
+// each look resets its passivation, and the entity never passivates
+// while placement puts it on another member (here it should end about
+// 400ms after its last request; it still runs 3s later).
+func TestReview3BusyEntityPlacedElsewhereNeverPassivates(t *testing.T) {
+	ns := startNATS(t)
+	reg := newRegistry()
+	rb := cluster.WithRebalance(cluster.Rebalance{Idle: 100 * time.Millisecond, Every: 50 * time.Millisecond})
+	host := func(name string) func(*testKind) error {
+		return func(k *testKind) error {
+			return cluster.Host(k, func(id string) *BusyCounter { return &BusyCounter{Counter{id: id, node: name, reg: reg}} },
+				(*BusyCounter).OnHit, actor.WithPassivation(400*time.Millisecond))
+		}
+	}
+	n0 := startCustom(t, ns.url(), "n0", []cluster.Option{rb}, host("n0"))
+	id := ""
+	for i := 0; id == ""; i++ {
+		if x := fmt.Sprintf("busy-%d", i); placeAmong([]string{"n0", "n1"}, x) == "n1" {
+			id = x
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if r, err := n0.k.Ask(ctx, id, &Hit{}); err != nil || r.Node != "n0" {
+		t.Fatalf("%+v %v", r, err)
+	}
+	// Control: without another member, it passivates.
+	waitFor(t, 2*time.Second, "passivation alone", func() bool { return n0.k.LocalCount() == 0 })
+	if r, err := n0.k.Ask(ctx, id, &Hit{}); err != nil || r.Node != "n0" {
+		t.Fatalf("%+v %v", r, err)
+	}
+	startCustom(t, ns.url(), "n1", []cluster.Option{rb}, host("n1"))
+	waitFor(t, 3*time.Second, "n0 sees n1", func() bool { return len(n0.c.Members()) == 2 })
+	time.Sleep(3 * time.Second)
+	if n := n0.k.LocalCount(); n != 0 {
+		t.Errorf("the Busy entity idle for 3s with a 400ms passivation still runs on n0 (%d activations): the move checks keep it alive", n)
+	}
+}
+
+// Coverage for Leave's leaving mark (passes on main): while Leave waits
+// for a long behaviour (2 TTLs, so several refresher ticks), the others
+// see the member marked leaving, under its one incarnation, throughout.
+// No test caught a refresher that, during Leave, wrote the record as
+// usual (keepFenced without the mark, or a rejoin under a new
+// incarnation): the other tests' Leaves end within a tick.
+func TestReview3LeavingMarkHeldWhileLeaveWaits(t *testing.T) {
+	ns := startNATS(t)
+	reg := newRegistry()
+	const ttl = time.Second
+	n0 := startSlow(t, ns.url(), "n0", reg, ttl, true)
+	n1 := startSlow(t, ns.url(), "n1", reg, ttl, true)
+	waitMembers(t, 2, n0, n1)
+	id := idPlacedOn("lm-", "n1", "n0", "n1")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if r, err := n0.k.Ask(ctx, id, &Op{}); err != nil || r.Node != "n1" {
+		t.Fatalf("first ask: %+v %v", r, err)
+	}
+	inc := n1.c.Incarnation()
+	go func() { _, _ = n1.k.Ask(ctx, id, &Op{Sleep: 2 * ttl}) }()
+	time.Sleep(50 * time.Millisecond)
+	left := make(chan error, 1)
+	go func() { left <- n1.c.Leave(ctx) }()
+	waitFor(t, ttl, "n1 marked leaving", func() bool {
+		for _, m := range n0.c.Members() {
+			if m.Node == "n1" && m.Leaving {
+				return true
+			}
+		}
+		return false
+	})
+	for {
+		select {
+		case err := <-left:
+			if err != nil {
+				t.Fatal(err)
+			}
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+		for _, m := range n0.c.Members() {
+			if m.Node == "n1" && (!m.Leaving || m.Incarnation != inc) {
+				t.Fatalf("during n1's Leave, n0 sees %+v (incarnation was %s)", m, inc)
+			}
+		}
+	}
+}
+
+func startSlowOpts(t *testing.T, url, name string, reg *registry, opts ...cluster.Option) *snode {
+	t.Helper()
+	sys, err := actor.Start(actor.WithWorkers(2), actor.WithQueues(16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := remote.Connect(sys, url, name, remote.WithLogger(quiet),
+		remote.WithNATS(nats.ReconnectWait(50*time.Millisecond), nats.MaxReconnects(-1), nats.ReconnectJitter(0, 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := cluster.New(sys, node, append([]cluster.Option{cluster.WithLogger(quiet)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := cluster.NewKind(c, "slow", remote.CBOR[*Op](), remote.CBOR[Reply]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cluster.Host(k, func(id string) *Slow { return &Slow{id: id, node: name, reg: reg, k: k} }, (*Slow).OnOp); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Join(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n := &snode{name: name, sys: sys, node: node, c: c, k: k}
+	t.Cleanup(func() { n.stop(t) })
+	return n
+}
+
+// A fenced member that waits for a long behaviour keeps its old record
+// (keepFenced), unmarked: the others' placement still chooses it, so
+// their rebalancers move idle entities that run fine on them to a member
+// that refuses every activation (ErrFenced) until it joins again, which
+// a behaviour that never returns postpones forever. Here an entity
+// served by n0 becomes unavailable once it idles, for as long as n2
+// waits for its fenced activation.
+func TestReview3RebalanceMovesEntitiesToFencedMember(t *testing.T) {
+	ns := startNATS(t)
+	reg := newRegistry()
+	const ttl = time.Second
+	rb := cluster.WithRebalance(cluster.Rebalance{Idle: 100 * time.Millisecond, Every: 50 * time.Millisecond})
+	px := startProxy(t, fmt.Sprintf("127.0.0.1:%d", ns.opts.Port))
+	n0 := startSlowOpts(t, ns.url(), "n0", reg, cluster.WithTTL(ttl), rb)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	x := idPlacedOn("rf-x", "n2", "n0", "n2")    // activated on n0 alone, placed on n2 later
+	long := idPlacedOn("rf-l", "n2", "n0", "n2") // n2's own, busy across the fence
+	if r, err := n0.k.Ask(ctx, x, &Op{}); err != nil || r.Node != "n0" {
+		t.Fatalf("%+v %v", r, err)
+	}
+	// Keep x busy so that it does not move when n2 joins.
+	var stopTraffic atomic.Bool
+	traffic := make(chan struct{})
+	go func() {
+		defer close(traffic)
+		for !stopTraffic.Load() {
+			_, _ = n0.k.Ask(ctx, x, &Op{})
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	n2 := startSlowOpts(t, px.url(), "n2", reg, cluster.WithTTL(ttl), rb)
+	waitMembers(t, 2, n0, n2)
+	if r, err := n2.k.Ask(ctx, long, &Op{}); err != nil || r.Node != "n2" {
+		t.Fatalf("%+v %v", r, err)
+	}
+	go func() { _, _ = n2.k.Ask(ctx, long, &Op{Sleep: 6 * ttl}) }()
+	time.Sleep(50 * time.Millisecond)
+	px.partition() // a stall shorter than the TTL: n2 fences, its record survives
+	waitFor(t, 2*ttl, "n2 fences", func() bool { return n2.k.LocalCount() == 0 })
+	px.heal()
+	time.Sleep(ttl / 2)
+	stopTraffic.Store(true)
+	<-traffic
+	if r, err := n0.k.Ask(ctx, x, &Op{}); err != nil || r.Node != "n0" {
+		t.Fatalf("x before it idles: %+v %v", r, err)
+	}
+	time.Sleep(time.Second) // x idles on n0: Idle is 100ms
+	actx, acancel := context.WithTimeout(ctx, ttl)
+	r, err := n0.k.Ask(actx, x, &Op{})
+	acancel()
+	if err != nil {
+		t.Errorf("x, served by n0 until it idled, is now unavailable: %v (n2 is fenced, in n0's view %v)", err, n0.c.Members())
+	} else {
+		t.Logf("x answered by %s", r.Node)
+	}
+}

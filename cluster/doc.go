@@ -253,8 +253,13 @@
 // remote.OnServe), and the asker's Kind.Ask asks again; one the gate
 // delivered and whose activation then ended without answering it fails
 // with actor.ErrTerminated, which Kind.Ask returns (the behaviour may have
-// acted on it). A member of an older build holding the activation sends
-// actor.ErrTerminated alone, which Kind.Ask returns. An
+// acted on it). Kind.Ask tells a refusal by the gate's mark, never by the
+// error alone: a behaviour that fails a delivered request with an error
+// wrapping ErrMoved or ErrFenced (a relayed downstream failure) gets it
+// back once, not asked again (TestAskDoesNotResendDeliveredRequestFailedWithErrMoved);
+// from a remote member only remote.ErrNotDelivered counts, not the error's
+// text. A member of an older build holding the activation sends
+// actor.ErrTerminated or a refusal's text alone, which Kind.Ask returns. An
 // ask in flight to a member that leaves or dies fails with an error
 // wrapping ErrOwnerLost as soon as the member is out of this member's view
 // (TestAskInFlightToDeadNode: within about one TTL), or at once when NATS

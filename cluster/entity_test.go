@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/actord/actord/actor"
+	"github.com/actord/actord/cluster"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -341,5 +342,57 @@ func TestAskRacingEndOfActivation(t *testing.T) {
 	}
 	if len(remoteErrs) > 0 {
 		t.Errorf("Kind.Ask failed %d times from another member racing the end of an activation (first: %v)", len(remoteErrs), remoteErrs[0])
+	}
+}
+
+// Relay is an entity whose behaviour relays the failure of a downstream
+// call: here it fails every request it receives with an error wrapping
+// cluster.ErrMoved, as an entity would that asks another entity through a
+// port that Get returned (which gives ErrMoved as is) and fails its own
+// request with the error it got.
+type Relay struct {
+	actor.Actor
+	n *atomic.Int64
+}
+
+func (r *Relay) OnHit(m *Hit) actor.Allocation {
+	r.n.Add(1)
+	_ = m.Fail(fmt.Errorf("downstream inventory: %w", cluster.ErrMoved))
+	return actor.Nodelete
+}
+
+func startRelay(t *testing.T, url, name string, host bool, n *atomic.Int64) *cnode {
+	t.Helper()
+	return startCustom(t, url, name, nil, func(k *testKind) error {
+		if !host {
+			return nil
+		}
+		return cluster.Host(k, func(string) *Relay { return &Relay{n: n} }, (*Relay).OnHit)
+	})
+}
+
+// Kind.Ask promises at-most-once delivery, and retries only requests
+// refused before delivery. But it recognizes a refusal by the error alone
+// (errors.Is ErrMoved locally, the error's text through package remote):
+// a request that WAS delivered and that the behaviour failed with an error
+// wrapping ErrMoved (a relayed downstream failure) is sent again, and
+// again, until the caller's deadline: delivered many times.
+func TestAskDoesNotResendDeliveredRequestFailedWithErrMoved(t *testing.T) {
+	ns := startNATS(t)
+	var n atomic.Int64
+	n0 := startRelay(t, ns.url(), "n0", true, &n)
+	n1 := startRelay(t, ns.url(), "n1", false, &n)
+	waitFor(t, 5*time.Second, "2 members", func() bool { return len(n1.c.Members()) == 2 })
+	for _, tc := range []struct {
+		from *cnode
+		id   string
+	}{{n0, "local"}, {n1, "remote"}} {
+		n.Store(0)
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		_, err := tc.from.k.Ask(ctx, tc.id, &Hit{})
+		cancel()
+		if got := n.Load(); got != 1 {
+			t.Errorf("%s ask: the request was delivered %d times (want 1, at most once); Ask returned %v", tc.id, got, err)
+		}
 	}
 }

@@ -336,7 +336,10 @@ func (k *Kind[TR, R, Req]) Ask(ctx context.Context, id string, req Req) (R, erro
 			if undelivered {
 				undeliveredTries++
 			}
-			if (isRefused(err) || undelivered) && ctx.Err() == nil {
+			// A refusal only if the gate did not deliver it: a behaviour
+			// may fail a delivered request with an error wrapping ErrMoved.
+			refused := tracked && isRefused(err) && !delivered.Load()
+			if (refused || undelivered) && ctx.Err() == nil {
 				if err := sleepCtx(ctx, time.Duration(min(attempt, 10))*time.Millisecond); err != nil {
 					return zero, err
 				}

@@ -3,7 +3,6 @@ package cluster
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -40,26 +39,22 @@ var ErrMoved = errors.New("cluster: the entity is moving to another member; ask 
 // ErrFenced.
 var errGateFenced = fmt.Errorf("%w: the request was refused undelivered; ask again", ErrFenced)
 
-// isRefused reports whether err is a gate's refusal of an undelivered
-// request (ErrMoved, errGateFenced), locally or across package remote:
-// a member's export sends it as a refusal (remote.ErrNotDelivered, see
-// Kind.serve), which the asker gets with the refusal's text; a member of
-// an older build sends it as text only, matched here.
+// isRefused reports whether err may be a gate's refusal of an
+// undelivered request. A local error wrapping ErrMoved or errGateFenced
+// is one only if the gate did not deliver the request (a behaviour may
+// fail a delivered request with an error wrapping them, relaying a
+// downstream failure): the local asker checks its delivered flag too
+// (Kind.Ask, Kind.serve). Across package remote only the member's word
+// counts: remote.ErrNotDelivered (see Kind.serve), never the error's
+// text, so that a delivered request is never sent again.
 func isRefused(err error) bool {
 	if err == nil {
 		return false
 	}
-	if errors.Is(err, ErrMoved) || errors.Is(err, errGateFenced) {
-		return true
+	if errors.Is(err, remote.ErrRemote) {
+		return errors.Is(err, remote.ErrNotDelivered) && !errors.Is(err, actor.ErrTerminated)
 	}
-	if !errors.Is(err, remote.ErrRemote) {
-		return false
-	}
-	if errors.Is(err, remote.ErrNotDelivered) && !errors.Is(err, actor.ErrTerminated) {
-		return true
-	}
-	s := err.Error()
-	return strings.Contains(s, ErrMoved.Error()) || strings.Contains(s, errGateFenced.Error())
+	return errors.Is(err, ErrMoved) || errors.Is(err, errGateFenced)
 }
 
 // Busy is an optional method of an entity's actor type. A member about to

@@ -9,93 +9,7 @@ import (
 
 	"github.com/actord/actord/actor"
 	"github.com/actord/actord/cluster"
-	"github.com/actord/actord/remote"
-	"github.com/nats-io/nats.go"
 )
-
-// Relay is an entity whose behaviour relays the failure of a downstream
-// call: here it fails every request it receives with an error wrapping
-// cluster.ErrMoved, as an entity would that asks another entity through a
-// port that Get returned (which gives ErrMoved as is) and fails its own
-// request with the error it got.
-type Relay struct {
-	actor.Actor
-	n *atomic.Int64
-}
-
-func (r *Relay) OnHit(m *Hit) actor.Allocation {
-	r.n.Add(1)
-	_ = m.Fail(fmt.Errorf("downstream inventory: %w", cluster.ErrMoved))
-	return actor.Nodelete
-}
-
-func startRelay(t *testing.T, url, name string, host bool, n *atomic.Int64) *cnode {
-	t.Helper()
-	return startCustom(t, url, name, nil, func(k *testKind) error {
-		if !host {
-			return nil
-		}
-		return cluster.Host(k, func(string) *Relay { return &Relay{n: n} }, (*Relay).OnHit)
-	})
-}
-
-func startCustom(t *testing.T, url, name string, opts []cluster.Option, host func(*testKind) error) *cnode {
-	t.Helper()
-	sys, err := actor.Start(actor.WithWorkers(1), actor.WithQueues(16))
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, err := remote.Connect(sys, url, name, remote.WithLogger(quiet),
-		remote.WithNATS(nats.ReconnectWait(50*time.Millisecond), nats.MaxReconnects(-1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := cluster.New(sys, node, append([]cluster.Option{cluster.WithTTL(2 * time.Second), cluster.WithLogger(quiet)}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := cluster.NewKind(c, "counter", remote.CBOR[*Hit](), remote.CBOR[Reply]())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := host(k); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := c.Join(ctx); err != nil {
-		t.Fatal(err)
-	}
-	cn := &cnode{name: name, sys: sys, node: node, c: c, k: k}
-	t.Cleanup(func() { cn.stop(t) })
-	return cn
-}
-
-// Kind.Ask promises at-most-once delivery, and retries only requests
-// refused before delivery. But it recognizes a refusal by the error alone
-// (errors.Is ErrMoved locally, the error's text through package remote):
-// a request that WAS delivered and that the behaviour failed with an error
-// wrapping ErrMoved (a relayed downstream failure) is sent again, and
-// again, until the caller's deadline: delivered many times.
-func TestReview3AskRedeliversRequestFailedWithErrMoved(t *testing.T) {
-	ns := startNATS(t)
-	var n atomic.Int64
-	n0 := startRelay(t, ns.url(), "n0", true, &n)
-	n1 := startRelay(t, ns.url(), "n1", false, &n)
-	waitFor(t, 5*time.Second, "2 members", func() bool { return len(n1.c.Members()) == 2 })
-	for _, tc := range []struct {
-		from *cnode
-		id   string
-	}{{n0, "local"}, {n1, "remote"}} {
-		n.Store(0)
-		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-		_, err := tc.from.k.Ask(ctx, tc.id, &Hit{})
-		cancel()
-		if got := n.Load(); got != 1 {
-			t.Errorf("%s ask: the request was delivered %d times (want 1, at most once); Ask returned %v", tc.id, got, err)
-		}
-	}
-}
 
 // Leave racing the fence: Leave sets the lease not held and STOPS the
 // fence timer, then writes the leaving mark (writeLeaving, bounded by
@@ -237,38 +151,6 @@ func TestReview3LeavingMarkHeldWhileLeaveWaits(t *testing.T) {
 			}
 		}
 	}
-}
-
-func startSlowOpts(t *testing.T, url, name string, reg *registry, opts ...cluster.Option) *snode {
-	t.Helper()
-	sys, err := actor.Start(actor.WithWorkers(2), actor.WithQueues(16))
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, err := remote.Connect(sys, url, name, remote.WithLogger(quiet),
-		remote.WithNATS(nats.ReconnectWait(50*time.Millisecond), nats.MaxReconnects(-1), nats.ReconnectJitter(0, 0)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := cluster.New(sys, node, append([]cluster.Option{cluster.WithLogger(quiet)}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := cluster.NewKind(c, "slow", remote.CBOR[*Op](), remote.CBOR[Reply]())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cluster.Host(k, func(id string) *Slow { return &Slow{id: id, node: name, reg: reg, k: k} }, (*Slow).OnOp); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := c.Join(ctx); err != nil {
-		t.Fatal(err)
-	}
-	n := &snode{name: name, sys: sys, node: node, c: c, k: k}
-	t.Cleanup(func() { n.stop(t) })
-	return n
 }
 
 // A fenced member that waits for a long behaviour keeps its old record

@@ -395,7 +395,10 @@ func (c *Cluster) armLocked(sent time.Time) {
 // meanwhile, it fences this member.
 func (c *Cluster) fenceTimer() {
 	c.lease.mu.Lock()
-	if !c.lease.held || time.Now().Before(c.lease.until) {
+	// While leaving the lease is no longer held (no new activation), but
+	// the running ones still count on it until Leave has stopped them:
+	// the fence stays armed for them.
+	if !(c.lease.held || c.lease.leaving) || time.Now().Before(c.lease.until) {
 		c.lease.mu.Unlock()
 		return
 	}
@@ -500,10 +503,11 @@ func (c *Cluster) refresh() {
 // has nothing to mark). Called with refreshMu held.
 func (c *Cluster) writeLeaving(ctx context.Context) {
 	c.lease.mu.Lock()
-	inc, rev := c.lease.inc, c.lease.rev
+	inc, rev, epoch := c.lease.inc, c.lease.rev, c.lease.epoch
 	c.lease.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, c.fenceAfter())
 	defer cancel()
+	sent := time.Now()
 	newRev, err := c.members.Update(ctx, c.Name(), c.record(inc, true), rev)
 	if err != nil {
 		if !isWrongRevision(err) && ctx.Err() == nil {
@@ -514,6 +518,11 @@ func (c *Cluster) writeLeaving(ctx context.Context) {
 	c.lease.mu.Lock()
 	if c.lease.inc == inc && c.lease.rev == rev {
 		c.lease.rev = newRev
+		if c.lease.epoch == epoch {
+			// Not fenced meanwhile: the rewritten record keeps the
+			// running activations' lease from its send.
+			c.armLocked(sent)
+		}
 	}
 	c.lease.mu.Unlock()
 }
@@ -587,12 +596,13 @@ func (c *Cluster) Leave(ctx context.Context) error {
 	c.mu.Unlock()
 	defer c.unregister()
 
+	// The fence timer stays armed: the leaving write below may take up to
+	// 4/5 TTL (a member cut off from the server), and the activations run
+	// until releaseAll stops them; past the lease the fence stops them
+	// first, so that a takeover never finds one running.
 	c.lease.mu.Lock()
 	c.lease.held, c.lease.leaving = false, true
 	c.lease.epoch++
-	if c.lease.timer != nil {
-		c.lease.timer.Stop()
-	}
 	c.lease.mu.Unlock()
 	// Marked leaving first, so that the others' placement skips this
 	// member from now on (an activation request that reaches it anyway is
@@ -611,6 +621,9 @@ func (c *Cluster) Leave(ctx context.Context) error {
 	}
 	c.lease.mu.Lock()
 	rev := c.lease.rev // the refresher has stopped: the record's last revision
+	if c.lease.timer != nil {
+		c.lease.timer.Stop() // every activation has been stopped
+	}
 	c.lease.mu.Unlock()
 	if err := c.members.Delete(ctx, c.Name(), jetstream.LastRevision(rev)); err != nil && !isWrongRevision(err) {
 		c.m.kvErrors.Inc()

@@ -79,7 +79,11 @@
 // behaviour of 3 TTLs outlives the fence, and the id is activated
 // elsewhere only after it ended). A behaviour that never returns keeps
 // the member out so: in the others' views, refusing activations, until
-// it returns or the member leaves.
+// it returns or the member leaves. The fence stays armed while a member
+// leaves: a Leave that begins cut off from the server (its leaving write
+// waits for up to 4/5 of a TTL) still stops the activations at the
+// lease's end, before the others may take them over
+// (TestLeaveDuringPartitionFencesAtLease).
 //
 // A behaviour that is running when the fence fires cannot be
 // interrupted: it runs to its end, and nothing is delivered to its actor

@@ -65,7 +65,9 @@
 // sent its last successful refresh: the server wrote the key after that
 // moment, so the key cannot expire before one TTL after it. At 4/5 of a
 // TTL after that moment without a newer successful refresh, the member
-// fences itself: it stops every local activation at once (the gate in
+// fences itself: it stops every local activation at once (every gate is
+// shut first, then each activation is unexported and stopped:
+// TestFenceOfManyActivationsShutsGatesWithinMargin; the gate in
 // front of the behaviour, see "Rebalancing", refuses every request not
 // delivered yet, queued ones included, with an error wrapping ErrFenced
 // that Kind.Ask asks again; then Unexport and actor.FinishedMsg) and

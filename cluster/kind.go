@@ -895,11 +895,26 @@ func (k *Kind[TR, R, Req]) stopping() bool {
 	return len(k.live) > 0
 }
 
+// fenceAll stops every local activation. Called with lease.mu held: it
+// shuts every gate there (cheap, so that all are shut within the lease's
+// margin however many there are), then leaves the unexports and the
+// pills (a.stop, which costs more per activation) to a goroutine of its
+// own, out of lease.mu. Leave waits for the stopped activations' ends
+// (releaseAll), so that goroutine ends before Leave returns.
 func (k *Kind[TR, R, Req]) fenceAll() {
-	for _, a := range k.running(func(string, *activation[Req]) bool { return true }) {
-		k.c.m.fenced.Inc()
-		a.stop()
+	acts := k.running(func(string, *activation[Req]) bool { return true })
+	for _, a := range acts {
+		a.use.stopped.Store(true)
 	}
+	k.c.m.fenced.Add(float64(len(acts)))
+	if len(acts) == 0 {
+		return
+	}
+	go func() {
+		for _, a := range acts {
+			a.stop()
+		}
+	}()
 }
 
 func (k *Kind[TR, R, Req]) fenceKey(id string, rev uint64) {

@@ -111,7 +111,8 @@ func (r Rebalance) withDefaults(ttl time.Duration) Rebalance {
 type usage struct {
 	delivered atomic.Uint64 // requests delivered to the behaviour
 	moving    atomic.Bool   // set by the move check: the gate refuses all (ErrMoved)
-	// stopped is set by activation.stop (a fence, Leave, a move), before
+	// stopped is set by activation.stop (a fence, Leave, a move), and by
+	// the fence before it calls stop (fenceAll), before
 	// the actor is sent FinishedMsg: the gate refuses every request it
 	// has not delivered yet (errGateFenced), queued ones included, so
 	// that nothing runs in the behaviour after the stop but what had

@@ -161,7 +161,7 @@ func TestReview3SingletonRefreshRacingFenceOrphansKey(t *testing.T) {
 	c.singletons = w // the run goroutine's next attempt is TTL/4 away
 	done := make(chan struct{})
 	go func() { defer close(done); s.attempt() }() // a refresh
-	<-w.entered                                   // done on the server
+	<-w.entered                                    // done on the server
 	s.mu.Lock()
 	s.until = time.Now().Add(-time.Millisecond) // its lease ran out meanwhile
 	s.mu.Unlock()
@@ -188,18 +188,12 @@ type r3Req struct {
 
 type r3Ent struct{ actor.Actor }
 
-// The fence must stop every local activation "at once": its gate shut
-// within the lease's margin (TTL/5), since the key may expire then. But
-// fenceAll stops them one by one, each a.stop doing stopped.Store, then
-// remote.Node.Unexport, which copies the node's whole export map (copy on
-// write, O(exports)): stopping N activations costs O(N²), all under
-// lease.mu (which blocks every Get, claim and refresh meanwhile), and the
-// last activation's gate stays open, delivering requests, until then.
-// With 5,000 activations and a 1s TTL (margin 200ms) the fence takes far
-// longer than the margin (about 3.5s for 10,000 on this machine without
-// the race detector, 60s for 30,000). The same O(N) copy makes each
-// activation's export O(N): activating N entities on a member is O(N²).
-func TestReview3FenceOfManyActivationsOutlastsMargin(t *testing.T) {
+// The fence must shut every local activation's gate "at once": within
+// the lease's margin (TTL/5), since the key may expire then, and all
+// under lease.mu. Stopping activations one by one (each a.stop does an
+// Unexport, which copies the node's export map) costs O(N²); the fence
+// shuts every gate first and leaves the stops to a goroutine of its own.
+func TestFenceOfManyActivationsShutsGatesWithinMargin(t *testing.T) {
 	url := r3NATS(t)
 	const ttl = time.Second
 	const n = 5000

@@ -101,7 +101,11 @@ type Member struct {
 	Kinds       []string `json:"kinds"` // the entity kinds it hosts, sorted
 	// Leaving: the member has begun to Leave; placement skips it (its
 	// activations run until they end, and their keys stay its).
-	Leaving  bool   `json:"leaving,omitempty"`
+	Leaving bool `json:"leaving,omitempty"`
+	// Fenced: the member's lease lapsed and it waits, under its old
+	// incarnation, for the activations that the fence stopped to end
+	// (it refuses new ones meanwhile); placement skips it.
+	Fenced   bool   `json:"fenced,omitempty"`
 	Revision uint64 `json:"-"` // the record's key-value revision
 }
 
@@ -300,7 +304,7 @@ func (c *Cluster) Join(ctx context.Context) (err error) {
 		return err
 	}
 	inc := newIncarnation()
-	rec := c.record(inc, false)
+	rec := c.record(inc, false, false)
 	sent := time.Now()
 	rev, err := c.members.Create(ctx, c.Name(), rec)
 	if errors.Is(err, jetstream.ErrKeyExists) {
@@ -361,7 +365,7 @@ func bucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueC
 	return kv, nil
 }
 
-func (c *Cluster) record(inc string, leaving bool) []byte {
+func (c *Cluster) record(inc string, leaving, fenced bool) []byte {
 	kinds := []string{}
 	for name, k := range c.kinds {
 		if k.hosted() {
@@ -369,7 +373,7 @@ func (c *Cluster) record(inc string, leaving bool) []byte {
 		}
 	}
 	slices.Sort(kinds)
-	b, _ := json.Marshal(Member{Node: c.Name(), Incarnation: inc, Kinds: kinds, Leaving: leaving})
+	b, _ := json.Marshal(Member{Node: c.Name(), Incarnation: inc, Kinds: kinds, Leaving: leaving, Fenced: fenced})
 	return b
 }
 
@@ -467,10 +471,10 @@ func (c *Cluster) refresh() {
 	ctx, cancel := context.WithTimeout(c.ctx, c.fenceAfter())
 	defer cancel()
 	sent := time.Now()
-	newRev, err := c.members.Update(ctx, c.Name(), c.record(inc, false), rev)
+	newRev, err := c.members.Update(ctx, c.Name(), c.record(inc, false, false), rev)
 	if err != nil && !held {
 		// The old record has expired (or never existed): join anew.
-		newRev, err = c.members.Create(ctx, c.Name(), c.record(inc, false))
+		newRev, err = c.members.Create(ctx, c.Name(), c.record(inc, false, false))
 	}
 	c.lease.mu.Lock()
 	defer c.lease.mu.Unlock()
@@ -508,7 +512,7 @@ func (c *Cluster) writeLeaving(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, c.fenceAfter())
 	defer cancel()
 	sent := time.Now()
-	newRev, err := c.members.Update(ctx, c.Name(), c.record(inc, true), rev)
+	newRev, err := c.members.Update(ctx, c.Name(), c.record(inc, true, false), rev)
 	if err != nil {
 		if !isWrongRevision(err) && ctx.Err() == nil {
 			c.m.kvErrors.Inc()
@@ -542,13 +546,14 @@ func (c *Cluster) stopping() bool {
 // old one takeable at once. It rewrites the old incarnation's record (if
 // it has not expired: a fence that the server's reach did not cause, a
 // refresh that was only slow), so that the others do not take those keys
-// over while the stopped activations end; this member refuses new
-// activations meanwhile (ErrNotJoined), and joins again under a new
+// over while the stopped activations end, marked fenced, so that the
+// others' placement skips it; this member refuses new activations
+// meanwhile (ErrNotJoined), and joins again under a new
 // incarnation at the first refresh after the last one ended.
 func (c *Cluster) keepFenced(inc string, rev uint64) {
 	ctx, cancel := context.WithTimeout(c.ctx, c.fenceAfter())
 	defer cancel()
-	newRev, err := c.members.Update(ctx, c.Name(), c.record(inc, false), rev)
+	newRev, err := c.members.Update(ctx, c.Name(), c.record(inc, false, true), rev)
 	c.lease.mu.Lock()
 	defer c.lease.mu.Unlock()
 	if err != nil {

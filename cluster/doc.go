@@ -76,7 +76,9 @@
 // ended (its refresher looks every TTL/4): a new incarnation makes the
 // old one's keys takeable. Meanwhile, if the server still has its record
 // (a refresh that was slow, not a partition), it keeps rewriting that
-// record under the old incarnation, so that no other member takes those
+// record under the old incarnation, marked fenced (placement on the
+// others skips it, and rebalancing moves nothing to it:
+// TestPlacementSkipsFencedMember), so that no other member takes those
 // keys over while they end (TestRejoinWaitsForFencedActivations: a
 // behaviour of 3 TTLs outlives the fence, and the id is activated
 // elsewhere only after it ended). A behaviour that never returns keeps

@@ -289,7 +289,8 @@ func (k *Kind[TR, R, Req]) hosted() bool { return k.spawn != nil }
 // Errors: ErrBadName (an empty id, or one over 512 bytes), ErrNotJoined
 // (this member), ErrNoHost, ErrKV, ErrFenced (also when the member that
 // holds the id, or that placement chose, has lost its lease and is still
-// in this member's view), ctx's error; actor.ErrAskInBehaviour, at once,
+// in this member's view, not marked fenced yet: placement skips a member
+// marked fenced), ctx's error; actor.ErrAskInBehaviour, at once,
 // from a behaviour (Get waits for round trips to the server).
 func (k *Kind[TR, R, Req]) Get(ctx context.Context, id string) (remote.Asker[Req, R], error) {
 	p, _, err := k.get(ctx, id, false)
@@ -560,14 +561,15 @@ func (k *Kind[TR, R, Req]) lookup(ctx context.Context, id string) (owner, target
 }
 
 // place chooses the member for id: the highest rendezvous score among the
-// live members hosting the kind in this node's view.
+// live members hosting the kind in this node's view, not leaving nor
+// fenced.
 func (k *Kind[TR, R, Req]) place(id string) string {
 	c := k.c
 	c.viewMu.RLock()
 	defer c.viewMu.RUnlock()
 	best, bestScore := "", uint64(0)
 	for name, m := range c.view {
-		if !m.hosts(k.name) || m.Leaving {
+		if !m.hosts(k.name) || m.Leaving || m.Fenced {
 			continue
 		}
 		if s := score(name, k.name, id); best == "" || s > bestScore || s == bestScore && name < best {

@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -401,5 +402,62 @@ func TestJoinKeepsActivationsWithRebalanceOff(t *testing.T) {
 	}
 	if per["n2"] == 0 {
 		t.Errorf("no new entity placed on the new member: %v", per)
+	}
+}
+
+// A fenced member that waits for a long behaviour keeps its old record
+// (keepFenced), marked fenced: the others' placement skips it, so their
+// rebalancers do not move idle entities that run fine on them to a
+// member that refuses every activation (ErrFenced) until it joins again.
+// Here an entity served by n0 stays available once it idles, while n2
+// waits for its fenced activation.
+func TestPlacementSkipsFencedMember(t *testing.T) {
+	ns := startNATS(t)
+	reg := newRegistry()
+	const ttl = time.Second
+	rb := cluster.WithRebalance(cluster.Rebalance{Idle: 100 * time.Millisecond, Every: 50 * time.Millisecond})
+	px := startProxy(t, fmt.Sprintf("127.0.0.1:%d", ns.opts.Port))
+	n0 := startSlowOpts(t, ns.url(), "n0", reg, cluster.WithTTL(ttl), rb)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	x := idPlacedOn("rf-x", "n2", "n0", "n2")    // activated on n0 alone, placed on n2 later
+	long := idPlacedOn("rf-l", "n2", "n0", "n2") // n2's own, busy across the fence
+	if r, err := n0.k.Ask(ctx, x, &Op{}); err != nil || r.Node != "n0" {
+		t.Fatalf("%+v %v", r, err)
+	}
+	// Keep x busy so that it does not move when n2 joins.
+	var stopTraffic atomic.Bool
+	traffic := make(chan struct{})
+	go func() {
+		defer close(traffic)
+		for !stopTraffic.Load() {
+			_, _ = n0.k.Ask(ctx, x, &Op{})
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	n2 := startSlowOpts(t, px.url(), "n2", reg, cluster.WithTTL(ttl), rb)
+	waitMembers(t, 2, n0, n2)
+	if r, err := n2.k.Ask(ctx, long, &Op{}); err != nil || r.Node != "n2" {
+		t.Fatalf("%+v %v", r, err)
+	}
+	go func() { _, _ = n2.k.Ask(ctx, long, &Op{Sleep: 6 * ttl}) }()
+	time.Sleep(50 * time.Millisecond)
+	px.partition() // a stall shorter than the TTL: n2 fences, its record survives
+	waitFor(t, 2*ttl, "n2 fences", func() bool { return n2.k.LocalCount() == 0 })
+	px.heal()
+	time.Sleep(ttl / 2)
+	stopTraffic.Store(true)
+	<-traffic
+	if r, err := n0.k.Ask(ctx, x, &Op{}); err != nil || r.Node != "n0" {
+		t.Fatalf("x before it idles: %+v %v", r, err)
+	}
+	time.Sleep(time.Second) // x idles on n0: Idle is 100ms
+	actx, acancel := context.WithTimeout(ctx, ttl)
+	r, err := n0.k.Ask(actx, x, &Op{})
+	acancel()
+	if err != nil {
+		t.Errorf("x, served by n0 until it idled, is now unavailable: %v (n2 is fenced, in n0's view %v)", err, n0.c.Members())
+	} else {
+		t.Logf("x answered by %s", r.Node)
 	}
 }

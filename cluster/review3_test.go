@@ -3,7 +3,6 @@ package cluster_test
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -105,63 +104,5 @@ func TestReview3LeavingMarkHeldWhileLeaveWaits(t *testing.T) {
 				t.Fatalf("during n1's Leave, n0 sees %+v (incarnation was %s)", m, inc)
 			}
 		}
-	}
-}
-
-// A fenced member that waits for a long behaviour keeps its old record
-// (keepFenced), unmarked: the others' placement still chooses it, so
-// their rebalancers move idle entities that run fine on them to a member
-// that refuses every activation (ErrFenced) until it joins again, which
-// a behaviour that never returns postpones forever. Here an entity
-// served by n0 becomes unavailable once it idles, for as long as n2
-// waits for its fenced activation.
-func TestReview3RebalanceMovesEntitiesToFencedMember(t *testing.T) {
-	ns := startNATS(t)
-	reg := newRegistry()
-	const ttl = time.Second
-	rb := cluster.WithRebalance(cluster.Rebalance{Idle: 100 * time.Millisecond, Every: 50 * time.Millisecond})
-	px := startProxy(t, fmt.Sprintf("127.0.0.1:%d", ns.opts.Port))
-	n0 := startSlowOpts(t, ns.url(), "n0", reg, cluster.WithTTL(ttl), rb)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	x := idPlacedOn("rf-x", "n2", "n0", "n2")    // activated on n0 alone, placed on n2 later
-	long := idPlacedOn("rf-l", "n2", "n0", "n2") // n2's own, busy across the fence
-	if r, err := n0.k.Ask(ctx, x, &Op{}); err != nil || r.Node != "n0" {
-		t.Fatalf("%+v %v", r, err)
-	}
-	// Keep x busy so that it does not move when n2 joins.
-	var stopTraffic atomic.Bool
-	traffic := make(chan struct{})
-	go func() {
-		defer close(traffic)
-		for !stopTraffic.Load() {
-			_, _ = n0.k.Ask(ctx, x, &Op{})
-			time.Sleep(20 * time.Millisecond)
-		}
-	}()
-	n2 := startSlowOpts(t, px.url(), "n2", reg, cluster.WithTTL(ttl), rb)
-	waitMembers(t, 2, n0, n2)
-	if r, err := n2.k.Ask(ctx, long, &Op{}); err != nil || r.Node != "n2" {
-		t.Fatalf("%+v %v", r, err)
-	}
-	go func() { _, _ = n2.k.Ask(ctx, long, &Op{Sleep: 6 * ttl}) }()
-	time.Sleep(50 * time.Millisecond)
-	px.partition() // a stall shorter than the TTL: n2 fences, its record survives
-	waitFor(t, 2*ttl, "n2 fences", func() bool { return n2.k.LocalCount() == 0 })
-	px.heal()
-	time.Sleep(ttl / 2)
-	stopTraffic.Store(true)
-	<-traffic
-	if r, err := n0.k.Ask(ctx, x, &Op{}); err != nil || r.Node != "n0" {
-		t.Fatalf("x before it idles: %+v %v", r, err)
-	}
-	time.Sleep(time.Second) // x idles on n0: Idle is 100ms
-	actx, acancel := context.WithTimeout(ctx, ttl)
-	r, err := n0.k.Ask(actx, x, &Op{})
-	acancel()
-	if err != nil {
-		t.Errorf("x, served by n0 until it idled, is now unavailable: %v (n2 is fenced, in n0's view %v)", err, n0.c.Members())
-	} else {
-		t.Logf("x answered by %s", r.Node)
 	}
 }

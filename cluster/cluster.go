@@ -479,11 +479,14 @@ func (c *Cluster) refresh() {
 	c.lease.mu.Lock()
 	defer c.lease.mu.Unlock()
 	if c.ctx.Err() != nil || c.lease.epoch != epoch {
-		// Left meanwhile, or fenced during the update. A late success
-		// still wrote the record: keep its revision, so that the next
-		// tick's update (under a new incarnation) can replace it.
-		if err == nil && c.lease.inc == inc {
-			c.lease.rev = newRev
+		// Left meanwhile (Leave began), or fenced during the update. A
+		// late success still wrote the record, under inc (a rejoin's new
+		// incarnation included): keep both, so that Leave's leaving mark
+		// and its delete, or the next tick's update, replace it instead
+		// of failing on a wrong revision and leaving it live. The lease
+		// stays not held.
+		if err == nil {
+			c.lease.inc, c.lease.rev = inc, newRev
 		}
 		return
 	}

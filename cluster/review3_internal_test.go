@@ -80,14 +80,12 @@ func r3Member(t *testing.T, url, name string, opts ...Option) (*Cluster, func())
 
 // Leave racing the refresher's rejoin: a member whose lease lapsed (no
 // activation to wait for) rejoins under a new incarnation; Leave begins
-// while that write is in flight. refresh sees the epoch moved and, since
-// the new incarnation was never stored in lease.inc, drops the write's
-// revision; Leave's writeLeaving and its final Delete then fail with a
-// wrong revision, which both swallow. Leave returns nil, and the member's
-// record stays in the bucket, live, not leaving, under an incarnation
-// that nobody holds, until it expires (one TTL): the others place ids on
-// a member that has left (NoResponders: Get spins) for that long.
-func TestReview3LeaveRacingRejoinLeavesRecord(t *testing.T) {
+// while that write is in flight. refresh sees the epoch moved and keeps
+// the new incarnation and revision that its write left on the server (the
+// lease stays not held), so that Leave's leaving mark and its final
+// Delete replace that record: after Leave no live record remains on
+// which the others would place ids.
+func TestLeaveRacingRejoinDeletesRecord(t *testing.T) {
 	url := r3NATS(t)
 	const ttl = 20 * time.Second // the refresher's own tick (TTL/4) stays out of the way
 	c, stop := r3Member(t, url, "m0", WithTTL(ttl), WithRebalance(Rebalance{Off: true}))

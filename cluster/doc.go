@@ -168,7 +168,10 @@
 // counts the requests delivered; the check is a message to the actor, so
 // it runs in the actor's own turn, after every request queued before it:
 // if none was delivered since the look and the entity is not Busy (an
-// optional method), it shuts the gate, unexports the activation and sends
+// optional method; one found Busy is checked again only after a request
+// was delivered to it since, so that the checks, which
+// actor.WithPassivation counts as activity, do not keep it from
+// passivating: TestBusyEntityPlacedElsewherePassivates), it shuts the gate, unexports the activation and sends
 // it actor.FinishedMsg. Its end releases its key (after the Stopped hook),
 // and the next Get finds no key and activates the entity where placement
 // says, on demand: a move activates nothing by itself, and moves no state.

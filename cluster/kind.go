@@ -254,9 +254,13 @@ func Host[T any, A actor.Ref[T], TR, R any, Req interface {
 			return spawned[Req]{}, err
 		}
 		check, err := actor.Bind(a, func(x A, m *moveCheck) actor.Allocation {
-			if !u.moving.Load() && u.delivered.Load() == m.seen && !entityBusy(x) {
-				u.moving.Store(true)
-				m.move()
+			if !u.moving.Load() && u.delivered.Load() == m.seen {
+				if entityBusy(x) {
+					u.busyAt.Store(m.seen + 1)
+				} else {
+					u.moving.Store(true)
+					m.move()
+				}
 			}
 			return actor.Nodelete
 		})
@@ -979,7 +983,7 @@ func (k *Kind[TR, R, Req]) rebalance(now time.Time, idle time.Duration, budget i
 			a.seen, a.seenAt = n, now
 			continue
 		}
-		if now.Sub(a.seenAt) >= idle {
+		if now.Sub(a.seenAt) >= idle && a.use.busyAt.Load() != a.seen+1 {
 			cands = append(cands, cand{id, a, a.seen})
 		}
 	}

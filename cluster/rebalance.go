@@ -61,7 +61,9 @@ func isRefused(err error) bool {
 // move the entity to another member (see Rebalance) calls it in the
 // actor's own turn and leaves the entity where it is while it returns true:
 // an entity that keeps requests to answer later, or is in the middle of
-// work of its own, says so here.
+// work of its own, says so here. An entity found Busy is checked again
+// only after a request was delivered to it since (so that the checks do
+// not keep it from passivating): it stays where it is until then.
 type Busy interface {
 	Busy() bool
 }
@@ -118,6 +120,13 @@ type usage struct {
 	// that nothing runs in the behaviour after the stop but what had
 	// started. Read by the gate, in the actor's turn.
 	stopped atomic.Bool
+	// busyAt is 1 + the delivered count at which a move check found the
+	// entity Busy (0: never): the rebalancer checks it again only once a
+	// request was delivered since, so that its checks (messages, which
+	// actor.WithPassivation counts as activity) do not keep an idle Busy
+	// entity from passivating. Written by the move check in the actor's
+	// turn, read by the rebalancer.
+	busyAt atomic.Uint64
 }
 
 // moveCheck is the message of a move check: the count of delivered

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/actord/actord/actor"
 	"github.com/actord/actord/cluster"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -459,5 +460,52 @@ func TestPlacementSkipsFencedMember(t *testing.T) {
 		t.Errorf("x, served by n0 until it idled, is now unavailable: %v (n2 is fenced, in n0's view %v)", err, n0.c.Members())
 	} else {
 		t.Logf("x answered by %s", r.Node)
+	}
+}
+
+// BusyCounter is a Counter that always says it is Busy (it keeps work of
+// its own), so that rebalancing leaves it where it is.
+type BusyCounter struct{ Counter }
+
+func (*BusyCounter) Busy() bool { return true }
+
+// Idle passivation (actor.WithPassivation) ends an actor that has
+// received no message for d. The rebalancer sends a move check, a
+// message, to an idle activation that placement puts elsewhere, and a
+// Busy entity refuses to move; it is checked again only after a new
+// request, so that the checks do not reset its passivation at every look
+// (here it ends about 400ms after its last request).
+func TestBusyEntityPlacedElsewherePassivates(t *testing.T) {
+	ns := startNATS(t)
+	reg := newRegistry()
+	rb := cluster.WithRebalance(cluster.Rebalance{Idle: 100 * time.Millisecond, Every: 50 * time.Millisecond})
+	host := func(name string) func(*testKind) error {
+		return func(k *testKind) error {
+			return cluster.Host(k, func(id string) *BusyCounter { return &BusyCounter{Counter{id: id, node: name, reg: reg}} },
+				(*BusyCounter).OnHit, actor.WithPassivation(400*time.Millisecond))
+		}
+	}
+	n0 := startCustom(t, ns.url(), "n0", []cluster.Option{rb}, host("n0"))
+	id := ""
+	for i := 0; id == ""; i++ {
+		if x := fmt.Sprintf("busy-%d", i); placeAmong([]string{"n0", "n1"}, x) == "n1" {
+			id = x
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if r, err := n0.k.Ask(ctx, id, &Hit{}); err != nil || r.Node != "n0" {
+		t.Fatalf("%+v %v", r, err)
+	}
+	// Control: without another member, it passivates.
+	waitFor(t, 2*time.Second, "passivation alone", func() bool { return n0.k.LocalCount() == 0 })
+	if r, err := n0.k.Ask(ctx, id, &Hit{}); err != nil || r.Node != "n0" {
+		t.Fatalf("%+v %v", r, err)
+	}
+	startCustom(t, ns.url(), "n1", []cluster.Option{rb}, host("n1"))
+	waitFor(t, 3*time.Second, "n0 sees n1", func() bool { return len(n0.c.Members()) == 2 })
+	time.Sleep(3 * time.Second)
+	if n := n0.k.LocalCount(); n != 0 {
+		t.Errorf("the Busy entity idle for 3s with a 400ms passivation still runs on n0 (%d activations): the move checks keep it alive", n)
 	}
 }

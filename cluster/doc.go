@@ -291,7 +291,9 @@
 // keeps the key fresh until it has ended, bounded by Leave's context,
 // then deletes it (TestSingletonLeaveWaitsForItsActor); a member whose
 // actor the fence stopped does not take the key again before that actor
-// ended. A
+// ended, then takes it back by its revision if nobody wrote it since, and
+// at Leave deletes it likewise, a refresh that raced the fence included
+// (TestSingletonRefreshRacingFenceKeepsKey). A
 // singleton's actor is reached as the program arranges (for instance an
 // export on its member's remote.Node); the cluster does not route to it.
 //

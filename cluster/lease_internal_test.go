@@ -16,7 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-func r3NATS(t *testing.T) string {
+func startTestNATS(t *testing.T) string {
 	t.Helper()
 	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true,
 		JetStream: true, StoreDir: t.TempDir()})
@@ -31,9 +31,9 @@ func r3NATS(t *testing.T) string {
 	return s.ClientURL()
 }
 
-// r3KV wraps a bucket: once armed, the next Update is performed, then
+// heldKV wraps a bucket: once armed, the next Update is performed, then
 // held (its result not returned) until release is closed.
-type r3KV struct {
+type heldKV struct {
 	jetstream.KeyValue
 	mu      sync.Mutex
 	armed   bool
@@ -41,7 +41,7 @@ type r3KV struct {
 	release chan struct{}
 }
 
-func (w *r3KV) Update(ctx context.Context, key string, value []byte, rev uint64) (uint64, error) {
+func (w *heldKV) Update(ctx context.Context, key string, value []byte, rev uint64) (uint64, error) {
 	w.mu.Lock()
 	armed := w.armed
 	w.armed = false
@@ -54,7 +54,7 @@ func (w *r3KV) Update(ctx context.Context, key string, value []byte, rev uint64)
 	return n, err
 }
 
-func r3Member(t *testing.T, url, name string, opts ...Option) (*Cluster, func()) {
+func newTestMember(t *testing.T, url, name string, opts ...Option) (*Cluster, func()) {
 	t.Helper()
 	sys, err := actor.Start(actor.WithWorkers(1))
 	if err != nil {
@@ -86,16 +86,16 @@ func r3Member(t *testing.T, url, name string, opts ...Option) (*Cluster, func())
 // Delete replace that record: after Leave no live record remains on
 // which the others would place ids.
 func TestLeaveRacingRejoinDeletesRecord(t *testing.T) {
-	url := r3NATS(t)
+	url := startTestNATS(t)
 	const ttl = 20 * time.Second // the refresher's own tick (TTL/4) stays out of the way
-	c, stop := r3Member(t, url, "m0", WithTTL(ttl), WithRebalance(Rebalance{Off: true}))
+	c, stop := newTestMember(t, url, "m0", WithTTL(ttl), WithRebalance(Rebalance{Off: true}))
 	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := c.Join(ctx); err != nil {
 		t.Fatal(err)
 	}
-	w := &r3KV{KeyValue: c.members, armed: true, entered: make(chan struct{}), release: make(chan struct{})}
+	w := &heldKV{KeyValue: c.members, armed: true, entered: make(chan struct{}), release: make(chan struct{})}
 	c.members = w // the refresher has not read it yet (first tick at TTL/4)
 
 	c.lease.mu.Lock()
@@ -128,7 +128,7 @@ func TestLeaveRacingRejoinDeletesRecord(t *testing.T) {
 	}
 }
 
-type r3Guard struct{ actor.Actor }
+type testGuard struct{ actor.Actor }
 
 // A singleton refresh racing its own fence timer: the refresh (Update)
 // succeeds on the server, but the fence fired meanwhile (epoch moved).
@@ -136,23 +136,23 @@ type r3Guard struct{ actor.Actor }
 // server, not held), so that Leave deletes it, as the doc promises,
 // instead of leaving it fresh, held by nobody, for a TTL.
 func TestSingletonRefreshRacingFenceKeepsKey(t *testing.T) {
-	url := r3NATS(t)
+	url := startTestNATS(t)
 	const ttl = 20 * time.Second
-	c, stop := r3Member(t, url, "s0", WithTTL(ttl), WithRebalance(Rebalance{Off: true}))
+	c, stop := newTestMember(t, url, "s0", WithTTL(ttl), WithRebalance(Rebalance{Off: true}))
 	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := c.Join(ctx); err != nil {
 		t.Fatal(err)
 	}
-	s, err := RunSingleton(c, "g", func() *r3Guard { return &r3Guard{} })
+	s, err := RunSingleton(c, "g", func() *testGuard { return &testGuard{} })
 	if err != nil {
 		t.Fatal(err)
 	}
 	for !s.Holding() {
 		time.Sleep(5 * time.Millisecond)
 	}
-	w := &r3KV{KeyValue: c.singletons, armed: true, entered: make(chan struct{}), release: make(chan struct{})}
+	w := &heldKV{KeyValue: c.singletons, armed: true, entered: make(chan struct{}), release: make(chan struct{})}
 	c.singletons = w // the run goroutine's next attempt is TTL/4 away
 	done := make(chan struct{})
 	go func() { defer close(done); s.attempt() }() // a refresh
@@ -178,11 +178,11 @@ func TestSingletonRefreshRacingFenceKeepsKey(t *testing.T) {
 	}
 }
 
-type r3Req struct {
+type fenceReq struct {
 	actor.Request[int]
 }
 
-type r3Ent struct{ actor.Actor }
+type fenceEnt struct{ actor.Actor }
 
 // The fence must shut every local activation's gate "at once": within
 // the lease's margin (TTL/5), since the key may expire then, and all
@@ -190,12 +190,12 @@ type r3Ent struct{ actor.Actor }
 // Unexport, which copies the node's export map) costs O(N²); the fence
 // shuts every gate first and leaves the stops to a goroutine of its own.
 func TestFenceOfManyActivationsShutsGatesWithinMargin(t *testing.T) {
-	url := r3NATS(t)
+	url := startTestNATS(t)
 	const ttl = time.Second
 	const n = 5000
-	c, stop := r3Member(t, url, "f0", WithTTL(ttl), WithRebalance(Rebalance{Off: true}))
+	c, stop := newTestMember(t, url, "f0", WithTTL(ttl), WithRebalance(Rebalance{Off: true}))
 	defer stop()
-	k, err := NewKind(c, "k", remote.CBOR[*r3Req](), remote.CBOR[int]())
+	k, err := NewKind(c, "k", remote.CBOR[*fenceReq](), remote.CBOR[int]())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,21 +204,21 @@ func TestFenceOfManyActivationsShutsGatesWithinMargin(t *testing.T) {
 	if err := c.Join(ctx); err != nil {
 		t.Fatal(err)
 	}
-	ent, err := actor.Spawn(c.sys, &r3Ent{})
+	ent, err := actor.Spawn(c.sys, &fenceEnt{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := actor.Bind(ent, func(*r3Ent, *r3Req) actor.Allocation { return actor.Nodelete })
+	p, err := actor.Bind(ent, func(*fenceEnt, *fenceReq) actor.Allocation { return actor.Nodelete })
 	if err != nil {
 		t.Fatal(err)
 	}
 	// n registered activations, as claims leave them (exported, in acts).
-	var last *activation[*r3Req]
+	var last *activation[*fenceReq]
 	k.mu.Lock()
 	for i := range n {
 		id := fmt.Sprintf("id-%d", i)
 		name := exportName(k.name, id)
-		a := &activation[*r3Req]{ready: make(chan struct{}), ended: make(chan struct{}), port: p, owner: c.Name()}
+		a := &activation[*fenceReq]{ready: make(chan struct{}), ended: make(chan struct{}), port: p, owner: c.Name()}
 		close(a.ready)
 		a.stop = func() { a.use.stopped.Store(true); _ = c.node.Unexport(name) }
 		k.acts[id] = a

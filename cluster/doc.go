@@ -119,7 +119,8 @@
 // bucket itself, not from the view: a takeover, counted) or this member's
 // own incarnation (an activation that ended without releasing its key),
 // or names no valid member at all (a malformed record, counted in
-// actord_cluster_malformed_total).
+// actord_cluster_malformed_total only, not as a takeover:
+// TestMalformedActivationRecordTakenOver).
 // The claimant then spawns the actor, exports it under a name of its own
 // on its remote.Node, and registers it under its lease: if the lease was
 // fenced during the claim, the activation is undone (ErrFenced).

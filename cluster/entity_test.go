@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,6 +18,8 @@ import (
 	"github.com/actord/actord/cluster"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // entityCount is the number of entities of the concurrency test: 2,000, or
@@ -274,7 +277,8 @@ func TestFenceOnTakeover(t *testing.T) {
 func TestMalformedActivationRecordTakenOver(t *testing.T) {
 	ns := startNATS(t)
 	reg := newRegistry()
-	n0 := startSlow(t, ns.url(), "n0", reg, 2*time.Second, true)
+	pr := prometheus.NewPedanticRegistry()
+	n0 := startSlowOpts(t, ns.url(), "n0", reg, cluster.WithTTL(2*time.Second), cluster.WithRegisterer(pr))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := n0.k.Ask(ctx, "warm", &Op{}); err != nil { // creates the buckets' keys
@@ -298,6 +302,18 @@ func TestMalformedActivationRecordTakenOver(t *testing.T) {
 		if _, err := n0.k.Ask(ctx, id, &Op{}); err != nil {
 			t.Errorf("id whose key holds %q: %v", v, err)
 		}
+	}
+	// Counted as malformed, not as takeovers (from members no longer live).
+	want := `
+# HELP actord_cluster_malformed_total Activation requests and activation records this node refused or overrode because they were malformed (bad kind or id, undecodable).
+# TYPE actord_cluster_malformed_total counter
+actord_cluster_malformed_total 3
+# HELP actord_cluster_takeovers_total Activation keys this node took over from a member that was no longer live (placement moves after a failure).
+# TYPE actord_cluster_takeovers_total counter
+actord_cluster_takeovers_total 0
+`
+	if err := testutil.GatherAndCompare(pr, strings.NewReader(want), "actord_cluster_malformed_total", "actord_cluster_takeovers_total"); err != nil {
+		t.Error(err)
 	}
 }
 

@@ -720,10 +720,10 @@ func (k *Kind[TR, R, Req]) claim(ctx context.Context, id string, a *activation[R
 		if json.Unmarshal(e.Value(), &rec) != nil || !validName.MatchString(rec.Node) || rec.Incarnation == "" {
 			// A record that names no member (not ours: a bug, a version
 			// skew, a hand-written key) is stale: take it over at its
-			// revision, as one of a member no longer live.
+			// revision, as one of a member no longer live (counted as
+			// malformed, not as a takeover: no member held it).
 			c.m.malformed.Inc()
 			c.log.Warn("cluster: taking over a malformed activation record", "kind", k.name, "id", id)
-			takeover = true
 		} else if rec.Node != c.Name() || rec.Incarnation != inc {
 			live, err := c.liveInStore(ctx, rec.Node, rec.Incarnation)
 			if err != nil {

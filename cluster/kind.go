@@ -485,6 +485,9 @@ func (k *Kind[TR, R, Req]) get(ctx context.Context, id string, force bool) (remo
 			if err := sleepCtx(ctx, c.cfg.ttl/20); err != nil {
 				return nil, "", fmt.Errorf("cluster: Get %s/%s: %w", k.name, id, err)
 			}
+			if _, _, ok := c.leaseEpoch(); !ok {
+				return nil, "", ErrNotJoined // this member left or lost its lease meanwhile
+			}
 			force = false
 			continue
 		}
@@ -639,7 +642,10 @@ func (k *Kind[TR, R, Req]) activate(ctx context.Context, id string) (string, err
 				k.claim(ctx, id, a)
 			})
 			if !started {
-				k.failClaim(id, a, "", ErrNotJoined)
+				// Leave has begun: a refusal that a remote asker answers
+				// by looking again (its view soon skips this member), not
+				// a lapsed lease.
+				k.failClaim(id, a, "", fmt.Errorf("%w: %s is leaving", errRetry, k.c.Name()))
 			}
 		} else {
 			k.mu.Unlock()

@@ -249,3 +249,35 @@ func TestFenceOfManyActivationsShutsGatesWithinMargin(t *testing.T) {
 	}
 	_ = actor.SendPill(ent, actor.FinishedMsg)
 }
+
+// An activation that Leave's start refuses (no claim may start then) is a
+// refusal to look again (errRetry, which a remote asker gets as such and
+// answers by looking again), not a lapsed lease (ErrNotJoined, which a
+// remote asker would take for ErrFenced).
+func TestActivateWhileLeavingIsRetriable(t *testing.T) {
+	url := startTestNATS(t)
+	c, stop := newTestMember(t, url, "l0", WithTTL(2*time.Second), WithRebalance(Rebalance{Off: true}))
+	defer stop()
+	k, err := NewKind(c, "k", remote.CBOR[*fenceReq](), remote.CBOR[int]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Host(k, func(string) *fenceEnt { return &fenceEnt{} }, func(*fenceEnt, *fenceReq) actor.Allocation { return actor.Nodelete }); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Join(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	c.left = true // Leave has begun, as goTracked sees it
+	c.mu.Unlock()
+	_, err = k.activate(ctx, "x")
+	c.mu.Lock()
+	c.left = false
+	c.mu.Unlock()
+	if !errors.Is(err, errRetry) || errors.Is(err, ErrNotJoined) {
+		t.Errorf("activate once Leave began: %v, want errRetry", err)
+	}
+}

@@ -204,14 +204,16 @@ type Cluster struct {
 }
 
 type leaseState struct {
-	mu      sync.Mutex
-	held    bool      // the member key is ours and fresh: activations may run
-	inc     string    // our incarnation while held (and the last one after)
-	rev     uint64    // revision of our member record
-	until   time.Time // when the fence stops our activations unless refreshed
-	timer   *time.Timer
-	epoch   uint64 // incremented at each fence; an activation records it
-	leaving bool   // set by Leave: the refresher no longer joins again
+	mu    sync.Mutex
+	held  bool      // the member key is ours and fresh: activations may run
+	inc   string    // our incarnation while held (and the last one after)
+	rev   uint64    // revision of our member record
+	until time.Time // when the fence stops our activations unless refreshed
+	timer *time.Timer
+	epoch uint64 // incremented at each fence; an activation records it
+	// leaving is set by Leave: the refresher no longer joins again, and
+	// the fence timer stays armed for the activations still running.
+	leaving bool
 }
 
 // New returns a cluster member for the node, not joined yet: define kinds

@@ -101,7 +101,11 @@ type Member struct {
 	Kinds       []string `json:"kinds"` // the entity kinds it hosts, sorted
 	// Leaving: the member has begun to Leave; placement skips it (its
 	// activations run until they end, and their keys stay its).
-	Leaving  bool   `json:"leaving,omitempty"`
+	Leaving bool `json:"leaving,omitempty"`
+	// Fenced: the member's lease lapsed and it waits, under its old
+	// incarnation, for the activations that the fence stopped to end
+	// (it refuses new ones meanwhile); placement skips it.
+	Fenced   bool   `json:"fenced,omitempty"`
 	Revision uint64 `json:"-"` // the record's key-value revision
 }
 
@@ -200,14 +204,16 @@ type Cluster struct {
 }
 
 type leaseState struct {
-	mu      sync.Mutex
-	held    bool      // the member key is ours and fresh: activations may run
-	inc     string    // our incarnation while held (and the last one after)
-	rev     uint64    // revision of our member record
-	until   time.Time // when the fence stops our activations unless refreshed
-	timer   *time.Timer
-	epoch   uint64 // incremented at each fence; an activation records it
-	leaving bool   // set by Leave: the refresher no longer joins again
+	mu    sync.Mutex
+	held  bool      // the member key is ours and fresh: activations may run
+	inc   string    // our incarnation while held (and the last one after)
+	rev   uint64    // revision of our member record
+	until time.Time // when the fence stops our activations unless refreshed
+	timer *time.Timer
+	epoch uint64 // incremented at each fence; an activation records it
+	// leaving is set by Leave: the refresher no longer joins again, and
+	// the fence timer stays armed for the activations still running.
+	leaving bool
 }
 
 // New returns a cluster member for the node, not joined yet: define kinds
@@ -300,7 +306,7 @@ func (c *Cluster) Join(ctx context.Context) (err error) {
 		return err
 	}
 	inc := newIncarnation()
-	rec := c.record(inc, false)
+	rec := c.record(inc, false, false)
 	sent := time.Now()
 	rev, err := c.members.Create(ctx, c.Name(), rec)
 	if errors.Is(err, jetstream.ErrKeyExists) {
@@ -361,7 +367,7 @@ func bucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueC
 	return kv, nil
 }
 
-func (c *Cluster) record(inc string, leaving bool) []byte {
+func (c *Cluster) record(inc string, leaving, fenced bool) []byte {
 	kinds := []string{}
 	for name, k := range c.kinds {
 		if k.hosted() {
@@ -369,7 +375,7 @@ func (c *Cluster) record(inc string, leaving bool) []byte {
 		}
 	}
 	slices.Sort(kinds)
-	b, _ := json.Marshal(Member{Node: c.Name(), Incarnation: inc, Kinds: kinds, Leaving: leaving})
+	b, _ := json.Marshal(Member{Node: c.Name(), Incarnation: inc, Kinds: kinds, Leaving: leaving, Fenced: fenced})
 	return b
 }
 
@@ -395,7 +401,10 @@ func (c *Cluster) armLocked(sent time.Time) {
 // meanwhile, it fences this member.
 func (c *Cluster) fenceTimer() {
 	c.lease.mu.Lock()
-	if !c.lease.held || time.Now().Before(c.lease.until) {
+	// While leaving the lease is no longer held (no new activation), but
+	// the running ones still count on it until Leave has stopped them:
+	// the fence stays armed for them.
+	if !(c.lease.held || c.lease.leaving) || time.Now().Before(c.lease.until) {
 		c.lease.mu.Unlock()
 		return
 	}
@@ -464,19 +473,22 @@ func (c *Cluster) refresh() {
 	ctx, cancel := context.WithTimeout(c.ctx, c.fenceAfter())
 	defer cancel()
 	sent := time.Now()
-	newRev, err := c.members.Update(ctx, c.Name(), c.record(inc, false), rev)
+	newRev, err := c.members.Update(ctx, c.Name(), c.record(inc, false, false), rev)
 	if err != nil && !held {
 		// The old record has expired (or never existed): join anew.
-		newRev, err = c.members.Create(ctx, c.Name(), c.record(inc, false))
+		newRev, err = c.members.Create(ctx, c.Name(), c.record(inc, false, false))
 	}
 	c.lease.mu.Lock()
 	defer c.lease.mu.Unlock()
 	if c.ctx.Err() != nil || c.lease.epoch != epoch {
-		// Left meanwhile, or fenced during the update. A late success
-		// still wrote the record: keep its revision, so that the next
-		// tick's update (under a new incarnation) can replace it.
-		if err == nil && c.lease.inc == inc {
-			c.lease.rev = newRev
+		// Left meanwhile (Leave began), or fenced during the update. A
+		// late success still wrote the record, under inc (a rejoin's new
+		// incarnation included): keep both, so that Leave's leaving mark
+		// and its delete, or the next tick's update, replace it instead
+		// of failing on a wrong revision and leaving it live. The lease
+		// stays not held.
+		if err == nil {
+			c.lease.inc, c.lease.rev = inc, newRev
 		}
 		return
 	}
@@ -500,11 +512,12 @@ func (c *Cluster) refresh() {
 // has nothing to mark). Called with refreshMu held.
 func (c *Cluster) writeLeaving(ctx context.Context) {
 	c.lease.mu.Lock()
-	inc, rev := c.lease.inc, c.lease.rev
+	inc, rev, epoch := c.lease.inc, c.lease.rev, c.lease.epoch
 	c.lease.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, c.fenceAfter())
 	defer cancel()
-	newRev, err := c.members.Update(ctx, c.Name(), c.record(inc, true), rev)
+	sent := time.Now()
+	newRev, err := c.members.Update(ctx, c.Name(), c.record(inc, true, false), rev)
 	if err != nil {
 		if !isWrongRevision(err) && ctx.Err() == nil {
 			c.m.kvErrors.Inc()
@@ -514,6 +527,11 @@ func (c *Cluster) writeLeaving(ctx context.Context) {
 	c.lease.mu.Lock()
 	if c.lease.inc == inc && c.lease.rev == rev {
 		c.lease.rev = newRev
+		if c.lease.epoch == epoch {
+			// Not fenced meanwhile: the rewritten record keeps the
+			// running activations' lease from its send.
+			c.armLocked(sent)
+		}
 	}
 	c.lease.mu.Unlock()
 }
@@ -533,13 +551,14 @@ func (c *Cluster) stopping() bool {
 // old one takeable at once. It rewrites the old incarnation's record (if
 // it has not expired: a fence that the server's reach did not cause, a
 // refresh that was only slow), so that the others do not take those keys
-// over while the stopped activations end; this member refuses new
-// activations meanwhile (ErrNotJoined), and joins again under a new
+// over while the stopped activations end, marked fenced, so that the
+// others' placement skips it; this member refuses new activations
+// meanwhile (ErrNotJoined), and joins again under a new
 // incarnation at the first refresh after the last one ended.
 func (c *Cluster) keepFenced(inc string, rev uint64) {
 	ctx, cancel := context.WithTimeout(c.ctx, c.fenceAfter())
 	defer cancel()
-	newRev, err := c.members.Update(ctx, c.Name(), c.record(inc, false), rev)
+	newRev, err := c.members.Update(ctx, c.Name(), c.record(inc, false, true), rev)
 	c.lease.mu.Lock()
 	defer c.lease.mu.Unlock()
 	if err != nil {
@@ -587,12 +606,13 @@ func (c *Cluster) Leave(ctx context.Context) error {
 	c.mu.Unlock()
 	defer c.unregister()
 
+	// The fence timer stays armed: the leaving write below may take up to
+	// 4/5 TTL (a member cut off from the server), and the activations run
+	// until releaseAll stops them; past the lease the fence stops them
+	// first, so that a takeover never finds one running.
 	c.lease.mu.Lock()
 	c.lease.held, c.lease.leaving = false, true
 	c.lease.epoch++
-	if c.lease.timer != nil {
-		c.lease.timer.Stop()
-	}
 	c.lease.mu.Unlock()
 	// Marked leaving first, so that the others' placement skips this
 	// member from now on (an activation request that reaches it anyway is
@@ -611,6 +631,9 @@ func (c *Cluster) Leave(ctx context.Context) error {
 	}
 	c.lease.mu.Lock()
 	rev := c.lease.rev // the refresher has stopped: the record's last revision
+	if c.lease.timer != nil {
+		c.lease.timer.Stop() // every activation has been stopped
+	}
 	c.lease.mu.Unlock()
 	if err := c.members.Delete(ctx, c.Name(), jetstream.LastRevision(rev)); err != nil && !isWrongRevision(err) {
 		c.m.kvErrors.Inc()

@@ -65,7 +65,9 @@
 // sent its last successful refresh: the server wrote the key after that
 // moment, so the key cannot expire before one TTL after it. At 4/5 of a
 // TTL after that moment without a newer successful refresh, the member
-// fences itself: it stops every local activation at once (the gate in
+// fences itself: it stops every local activation at once (every gate is
+// shut first, then each activation is unexported and stopped:
+// TestFenceOfManyActivationsShutsGatesWithinMargin; the gate in
 // front of the behaviour, see "Rebalancing", refuses every request not
 // delivered yet, queued ones included, with an error wrapping ErrFenced
 // that Kind.Ask asks again; then Unexport and actor.FinishedMsg) and
@@ -74,12 +76,18 @@
 // ended (its refresher looks every TTL/4): a new incarnation makes the
 // old one's keys takeable. Meanwhile, if the server still has its record
 // (a refresh that was slow, not a partition), it keeps rewriting that
-// record under the old incarnation, so that no other member takes those
+// record under the old incarnation, marked fenced (placement on the
+// others skips it, and rebalancing moves nothing to it:
+// TestPlacementSkipsFencedMember), so that no other member takes those
 // keys over while they end (TestRejoinWaitsForFencedActivations: a
 // behaviour of 3 TTLs outlives the fence, and the id is activated
 // elsewhere only after it ended). A behaviour that never returns keeps
 // the member out so: in the others' views, refusing activations, until
-// it returns or the member leaves.
+// it returns or the member leaves. The fence stays armed while a member
+// leaves: a Leave that begins cut off from the server (its leaving write
+// waits for up to 4/5 of a TTL) still stops the activations at the
+// lease's end, before the others may take them over
+// (TestLeaveDuringPartitionFencesAtLease).
 //
 // A behaviour that is running when the fence fires cannot be
 // interrupted: it runs to its end, and nothing is delivered to its actor
@@ -111,7 +119,8 @@
 // bucket itself, not from the view: a takeover, counted) or this member's
 // own incarnation (an activation that ended without releasing its key),
 // or names no valid member at all (a malformed record, counted in
-// actord_cluster_malformed_total).
+// actord_cluster_malformed_total only, not as a takeover:
+// TestMalformedActivationRecordTakenOver).
 // The claimant then spawns the actor, exports it under a name of its own
 // on its remote.Node, and registers it under its lease: if the lease was
 // fenced during the claim, the activation is undone (ErrFenced).
@@ -160,7 +169,10 @@
 // counts the requests delivered; the check is a message to the actor, so
 // it runs in the actor's own turn, after every request queued before it:
 // if none was delivered since the look and the entity is not Busy (an
-// optional method), it shuts the gate, unexports the activation and sends
+// optional method; one found Busy is checked again only after a request
+// was delivered to it since, so that the checks, which
+// actor.WithPassivation counts as activity, do not keep it from
+// passivating: TestBusyEntityPlacedElsewherePassivates), it shuts the gate, unexports the activation and sends
 // it actor.FinishedMsg. Its end releases its key (after the Stopped hook),
 // and the next Get finds no key and activates the entity where placement
 // says, on demand: a move activates nothing by itself, and moves no state.
@@ -253,8 +265,13 @@
 // remote.OnServe), and the asker's Kind.Ask asks again; one the gate
 // delivered and whose activation then ended without answering it fails
 // with actor.ErrTerminated, which Kind.Ask returns (the behaviour may have
-// acted on it). A member of an older build holding the activation sends
-// actor.ErrTerminated alone, which Kind.Ask returns. An
+// acted on it). Kind.Ask tells a refusal by the gate's mark, never by the
+// error alone: a behaviour that fails a delivered request with an error
+// wrapping ErrMoved or ErrFenced (a relayed downstream failure) gets it
+// back once, not asked again (TestAskDoesNotResendDeliveredRequestFailedWithErrMoved);
+// from a remote member only remote.ErrNotDelivered counts, not the error's
+// text. A member of an older build holding the activation sends
+// actor.ErrTerminated or a refusal's text alone, which Kind.Ask returns. An
 // ask in flight to a member that leaves or dies fails with an error
 // wrapping ErrOwnerLost as soon as the member is out of this member's view
 // (TestAskInFlightToDeadNode: within about one TTL), or at once when NATS
@@ -275,7 +292,9 @@
 // keeps the key fresh until it has ended, bounded by Leave's context,
 // then deletes it (TestSingletonLeaveWaitsForItsActor); a member whose
 // actor the fence stopped does not take the key again before that actor
-// ended. A
+// ended, then takes it back by its revision if nobody wrote it since, and
+// at Leave deletes it likewise, a refresh that raced the fence included
+// (TestSingletonRefreshRacingFenceKeepsKey). A
 // singleton's actor is reached as the program arranges (for instance an
 // export on its member's remote.Node); the cluster does not route to it.
 //

@@ -8,14 +8,18 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/actord/actord/actor"
+	"github.com/actord/actord/cluster"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // entityCount is the number of entities of the concurrency test: 2,000, or
@@ -273,7 +277,8 @@ func TestFenceOnTakeover(t *testing.T) {
 func TestMalformedActivationRecordTakenOver(t *testing.T) {
 	ns := startNATS(t)
 	reg := newRegistry()
-	n0 := startSlow(t, ns.url(), "n0", reg, 2*time.Second, true)
+	pr := prometheus.NewPedanticRegistry()
+	n0 := startSlowOpts(t, ns.url(), "n0", reg, cluster.WithTTL(2*time.Second), cluster.WithRegisterer(pr))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := n0.k.Ask(ctx, "warm", &Op{}); err != nil { // creates the buckets' keys
@@ -297,6 +302,18 @@ func TestMalformedActivationRecordTakenOver(t *testing.T) {
 		if _, err := n0.k.Ask(ctx, id, &Op{}); err != nil {
 			t.Errorf("id whose key holds %q: %v", v, err)
 		}
+	}
+	// Counted as malformed, not as takeovers (from members no longer live).
+	want := `
+# HELP actord_cluster_malformed_total Activation requests and activation records this node refused or overrode because they were malformed (bad kind or id, undecodable).
+# TYPE actord_cluster_malformed_total counter
+actord_cluster_malformed_total 3
+# HELP actord_cluster_takeovers_total Activation keys this node took over from a member that was no longer live (placement moves after a failure).
+# TYPE actord_cluster_takeovers_total counter
+actord_cluster_takeovers_total 0
+`
+	if err := testutil.GatherAndCompare(pr, strings.NewReader(want), "actord_cluster_malformed_total", "actord_cluster_takeovers_total"); err != nil {
+		t.Error(err)
 	}
 }
 
@@ -341,5 +358,57 @@ func TestAskRacingEndOfActivation(t *testing.T) {
 	}
 	if len(remoteErrs) > 0 {
 		t.Errorf("Kind.Ask failed %d times from another member racing the end of an activation (first: %v)", len(remoteErrs), remoteErrs[0])
+	}
+}
+
+// Relay is an entity whose behaviour relays the failure of a downstream
+// call: here it fails every request it receives with an error wrapping
+// cluster.ErrMoved, as an entity would that asks another entity through a
+// port that Get returned (which gives ErrMoved as is) and fails its own
+// request with the error it got.
+type Relay struct {
+	actor.Actor
+	n *atomic.Int64
+}
+
+func (r *Relay) OnHit(m *Hit) actor.Allocation {
+	r.n.Add(1)
+	_ = m.Fail(fmt.Errorf("downstream inventory: %w", cluster.ErrMoved))
+	return actor.Nodelete
+}
+
+func startRelay(t *testing.T, url, name string, host bool, n *atomic.Int64) *cnode {
+	t.Helper()
+	return startCustom(t, url, name, nil, func(k *testKind) error {
+		if !host {
+			return nil
+		}
+		return cluster.Host(k, func(string) *Relay { return &Relay{n: n} }, (*Relay).OnHit)
+	})
+}
+
+// Kind.Ask promises at-most-once delivery, and retries only requests
+// refused before delivery. But it recognizes a refusal by the error alone
+// (errors.Is ErrMoved locally, the error's text through package remote):
+// a request that WAS delivered and that the behaviour failed with an error
+// wrapping ErrMoved (a relayed downstream failure) is sent again, and
+// again, until the caller's deadline: delivered many times.
+func TestAskDoesNotResendDeliveredRequestFailedWithErrMoved(t *testing.T) {
+	ns := startNATS(t)
+	var n atomic.Int64
+	n0 := startRelay(t, ns.url(), "n0", true, &n)
+	n1 := startRelay(t, ns.url(), "n1", false, &n)
+	waitFor(t, 5*time.Second, "2 members", func() bool { return len(n1.c.Members()) == 2 })
+	for _, tc := range []struct {
+		from *cnode
+		id   string
+	}{{n0, "local"}, {n1, "remote"}} {
+		n.Store(0)
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		_, err := tc.from.k.Ask(ctx, tc.id, &Hit{})
+		cancel()
+		if got := n.Load(); got != 1 {
+			t.Errorf("%s ask: the request was delivered %d times (want 1, at most once); Ask returned %v", tc.id, got, err)
+		}
 	}
 }

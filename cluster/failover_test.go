@@ -173,3 +173,51 @@ func TestGetSkipsLeavingMember(t *testing.T) {
 	}
 	<-left
 }
+
+// Leave's leaving mark: while Leave waits for a long behaviour (2 TTLs,
+// so several refresher ticks), the others see the member marked leaving,
+// under its one incarnation, throughout (a refresher that wrote the
+// record as usual during Leave, unmarked or under a new incarnation,
+// would fail it).
+func TestLeavingMarkHeldWhileLeaveWaits(t *testing.T) {
+	ns := startNATS(t)
+	reg := newRegistry()
+	const ttl = time.Second
+	n0 := startSlow(t, ns.url(), "n0", reg, ttl, true)
+	n1 := startSlow(t, ns.url(), "n1", reg, ttl, true)
+	waitMembers(t, 2, n0, n1)
+	id := idPlacedOn("lm-", "n1", "n0", "n1")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if r, err := n0.k.Ask(ctx, id, &Op{}); err != nil || r.Node != "n1" {
+		t.Fatalf("first ask: %+v %v", r, err)
+	}
+	inc := n1.c.Incarnation()
+	go func() { _, _ = n1.k.Ask(ctx, id, &Op{Sleep: 2 * ttl}) }()
+	time.Sleep(50 * time.Millisecond)
+	left := make(chan error, 1)
+	go func() { left <- n1.c.Leave(ctx) }()
+	waitFor(t, ttl, "n1 marked leaving", func() bool {
+		for _, m := range n0.c.Members() {
+			if m.Node == "n1" && m.Leaving {
+				return true
+			}
+		}
+		return false
+	})
+	for {
+		select {
+		case err := <-left:
+			if err != nil {
+				t.Fatal(err)
+			}
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+		for _, m := range n0.c.Members() {
+			if m.Node == "n1" && (!m.Leaving || m.Incarnation != inc) {
+				t.Fatalf("during n1's Leave, n0 sees %+v (incarnation was %s)", m, inc)
+			}
+		}
+	}
+}

@@ -254,3 +254,67 @@ func memberNames(c *cluster.Cluster) []string {
 	}
 	return out
 }
+
+func startCustom(t *testing.T, url, name string, opts []cluster.Option, host func(*testKind) error) *cnode {
+	t.Helper()
+	sys, err := actor.Start(actor.WithWorkers(1), actor.WithQueues(16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := remote.Connect(sys, url, name, remote.WithLogger(quiet),
+		remote.WithNATS(nats.ReconnectWait(50*time.Millisecond), nats.MaxReconnects(-1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := cluster.New(sys, node, append([]cluster.Option{cluster.WithTTL(2 * time.Second), cluster.WithLogger(quiet)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := cluster.NewKind(c, "counter", remote.CBOR[*Hit](), remote.CBOR[Reply]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := host(k); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Join(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cn := &cnode{name: name, sys: sys, node: node, c: c, k: k}
+	t.Cleanup(func() { cn.stop(t) })
+	return cn
+}
+
+func startSlowOpts(t *testing.T, url, name string, reg *registry, opts ...cluster.Option) *snode {
+	t.Helper()
+	sys, err := actor.Start(actor.WithWorkers(2), actor.WithQueues(16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := remote.Connect(sys, url, name, remote.WithLogger(quiet),
+		remote.WithNATS(nats.ReconnectWait(50*time.Millisecond), nats.MaxReconnects(-1), nats.ReconnectJitter(0, 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := cluster.New(sys, node, append([]cluster.Option{cluster.WithLogger(quiet)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := cluster.NewKind(c, "slow", remote.CBOR[*Op](), remote.CBOR[Reply]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cluster.Host(k, func(id string) *Slow { return &Slow{id: id, node: name, reg: reg, k: k} }, (*Slow).OnOp); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Join(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n := &snode{name: name, sys: sys, node: node, c: c, k: k}
+	t.Cleanup(func() { n.stop(t) })
+	return n
+}

@@ -254,9 +254,13 @@ func Host[T any, A actor.Ref[T], TR, R any, Req interface {
 			return spawned[Req]{}, err
 		}
 		check, err := actor.Bind(a, func(x A, m *moveCheck) actor.Allocation {
-			if !u.moving.Load() && u.delivered.Load() == m.seen && !entityBusy(x) {
-				u.moving.Store(true)
-				m.move()
+			if !u.moving.Load() && u.delivered.Load() == m.seen {
+				if entityBusy(x) {
+					u.busyAt.Store(m.seen + 1)
+				} else {
+					u.moving.Store(true)
+					m.move()
+				}
 			}
 			return actor.Nodelete
 		})
@@ -289,7 +293,8 @@ func (k *Kind[TR, R, Req]) hosted() bool { return k.spawn != nil }
 // Errors: ErrBadName (an empty id, or one over 512 bytes), ErrNotJoined
 // (this member), ErrNoHost, ErrKV, ErrFenced (also when the member that
 // holds the id, or that placement chose, has lost its lease and is still
-// in this member's view), ctx's error; actor.ErrAskInBehaviour, at once,
+// in this member's view, not marked fenced yet: placement skips a member
+// marked fenced), ctx's error; actor.ErrAskInBehaviour, at once,
 // from a behaviour (Get waits for round trips to the server).
 func (k *Kind[TR, R, Req]) Get(ctx context.Context, id string) (remote.Asker[Req, R], error) {
 	p, _, err := k.get(ctx, id, false)
@@ -336,7 +341,10 @@ func (k *Kind[TR, R, Req]) Ask(ctx context.Context, id string, req Req) (R, erro
 			if undelivered {
 				undeliveredTries++
 			}
-			if (isRefused(err) || undelivered) && ctx.Err() == nil {
+			// A refusal only if the gate did not deliver it: a behaviour
+			// may fail a delivered request with an error wrapping ErrMoved.
+			refused := tracked && isRefused(err) && !delivered.Load()
+			if (refused || undelivered) && ctx.Err() == nil {
 				if err := sleepCtx(ctx, time.Duration(min(attempt, 10))*time.Millisecond); err != nil {
 					return zero, err
 				}
@@ -477,6 +485,9 @@ func (k *Kind[TR, R, Req]) get(ctx context.Context, id string, force bool) (remo
 			if err := sleepCtx(ctx, c.cfg.ttl/20); err != nil {
 				return nil, "", fmt.Errorf("cluster: Get %s/%s: %w", k.name, id, err)
 			}
+			if _, _, ok := c.leaseEpoch(); !ok {
+				return nil, "", ErrNotJoined // this member left or lost its lease meanwhile
+			}
 			force = false
 			continue
 		}
@@ -557,14 +568,15 @@ func (k *Kind[TR, R, Req]) lookup(ctx context.Context, id string) (owner, target
 }
 
 // place chooses the member for id: the highest rendezvous score among the
-// live members hosting the kind in this node's view.
+// live members hosting the kind in this node's view, not leaving nor
+// fenced.
 func (k *Kind[TR, R, Req]) place(id string) string {
 	c := k.c
 	c.viewMu.RLock()
 	defer c.viewMu.RUnlock()
 	best, bestScore := "", uint64(0)
 	for name, m := range c.view {
-		if !m.hosts(k.name) || m.Leaving {
+		if !m.hosts(k.name) || m.Leaving || m.Fenced {
 			continue
 		}
 		if s := score(name, k.name, id); best == "" || s > bestScore || s == bestScore && name < best {
@@ -630,7 +642,10 @@ func (k *Kind[TR, R, Req]) activate(ctx context.Context, id string) (string, err
 				k.claim(ctx, id, a)
 			})
 			if !started {
-				k.failClaim(id, a, "", ErrNotJoined)
+				// Leave has begun: a refusal that a remote asker answers
+				// by looking again (its view soon skips this member), not
+				// a lapsed lease.
+				k.failClaim(id, a, "", fmt.Errorf("%w: %s is leaving", errRetry, k.c.Name()))
 			}
 		} else {
 			k.mu.Unlock()
@@ -711,10 +726,10 @@ func (k *Kind[TR, R, Req]) claim(ctx context.Context, id string, a *activation[R
 		if json.Unmarshal(e.Value(), &rec) != nil || !validName.MatchString(rec.Node) || rec.Incarnation == "" {
 			// A record that names no member (not ours: a bug, a version
 			// skew, a hand-written key) is stale: take it over at its
-			// revision, as one of a member no longer live.
+			// revision, as one of a member no longer live (counted as
+			// malformed, not as a takeover: no member held it).
 			c.m.malformed.Inc()
 			c.log.Warn("cluster: taking over a malformed activation record", "kind", k.name, "id", id)
-			takeover = true
 		} else if rec.Node != c.Name() || rec.Incarnation != inc {
 			live, err := c.liveInStore(ctx, rec.Node, rec.Incarnation)
 			if err != nil {
@@ -892,11 +907,26 @@ func (k *Kind[TR, R, Req]) stopping() bool {
 	return len(k.live) > 0
 }
 
+// fenceAll stops every local activation. Called with lease.mu held: it
+// shuts every gate there (cheap, so that all are shut within the lease's
+// margin however many there are), then leaves the unexports and the
+// pills (a.stop, which costs more per activation) to a goroutine of its
+// own, out of lease.mu. Leave waits for the stopped activations' ends
+// (releaseAll), so that goroutine ends before Leave returns.
 func (k *Kind[TR, R, Req]) fenceAll() {
-	for _, a := range k.running(func(string, *activation[Req]) bool { return true }) {
-		k.c.m.fenced.Inc()
-		a.stop()
+	acts := k.running(func(string, *activation[Req]) bool { return true })
+	for _, a := range acts {
+		a.use.stopped.Store(true)
 	}
+	k.c.m.fenced.Add(float64(len(acts)))
+	if len(acts) == 0 {
+		return
+	}
+	go func() {
+		for _, a := range acts {
+			a.stop()
+		}
+	}()
 }
 
 func (k *Kind[TR, R, Req]) fenceKey(id string, rev uint64) {
@@ -959,7 +989,7 @@ func (k *Kind[TR, R, Req]) rebalance(now time.Time, idle time.Duration, budget i
 			a.seen, a.seenAt = n, now
 			continue
 		}
-		if now.Sub(a.seenAt) >= idle {
+		if now.Sub(a.seenAt) >= idle && a.use.busyAt.Load() != a.seen+1 {
 			cands = append(cands, cand{id, a, a.seen})
 		}
 	}

@@ -199,3 +199,47 @@ func TestPartitionHeal(t *testing.T) {
 	}
 	reg.check(t)
 }
+
+// Leave racing the fence: a member cut off from the server that begins
+// to Leave shortly before its fence would fire waits for its leaving
+// write (bounded by 4/5 TTL) before it stops its activations. Its fence
+// stays armed meanwhile and stops them at the lease's end, so that the
+// member that takes the id over (once the key expired) never runs it
+// alongside.
+func TestLeaveDuringPartitionFencesAtLease(t *testing.T) {
+	ns := startNATS(t)
+	reg := newRegistry()
+	const ttl = 2 * time.Second
+	px := startProxy(t, fmt.Sprintf("127.0.0.1:%d", ns.opts.Port))
+	n0 := startSlow(t, ns.url(), "n0", reg, ttl, true)
+	n2 := startSlow(t, px.url(), "n2", reg, ttl, true)
+	waitMembers(t, 2, n0, n2)
+	id := idPlacedOn("lv-", "n2", "n0", "n2")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if r, err := n0.k.Ask(ctx, id, &Op{}); err != nil || r.Node != "n2" {
+		t.Fatalf("first ask: %+v %v", r, err)
+	}
+	px.partition()
+	start := time.Now()
+	// The fence would fire between 0.55 and 0.8 TTL after the partition
+	// (4/5 TTL after the last refresh sent, at most TTL/4 before it).
+	time.Sleep(ttl / 2)
+	leaveCtx, leaveCancel := context.WithTimeout(ctx, 2*ttl)
+	defer leaveCancel()
+	left := make(chan struct{})
+	go func() { defer close(left); _ = n2.c.Leave(leaveCtx) }()
+	for ctx.Err() == nil {
+		actx, acancel := context.WithTimeout(ctx, 150*time.Millisecond)
+		r, err := n0.k.Ask(actx, id, &Op{})
+		acancel()
+		if err == nil && r.Node == "n0" {
+			t.Logf("taken over by n0 %v after the partition", time.Since(start))
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	reg.check(t)
+	px.heal()
+	<-left
+}

@@ -3,7 +3,6 @@ package cluster
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -40,33 +39,31 @@ var ErrMoved = errors.New("cluster: the entity is moving to another member; ask 
 // ErrFenced.
 var errGateFenced = fmt.Errorf("%w: the request was refused undelivered; ask again", ErrFenced)
 
-// isRefused reports whether err is a gate's refusal of an undelivered
-// request (ErrMoved, errGateFenced), locally or across package remote:
-// a member's export sends it as a refusal (remote.ErrNotDelivered, see
-// Kind.serve), which the asker gets with the refusal's text; a member of
-// an older build sends it as text only, matched here.
+// isRefused reports whether err may be a gate's refusal of an
+// undelivered request. A local error wrapping ErrMoved or errGateFenced
+// is one only if the gate did not deliver the request (a behaviour may
+// fail a delivered request with an error wrapping them, relaying a
+// downstream failure): the local asker checks its delivered flag too
+// (Kind.Ask, Kind.serve). Across package remote only the member's word
+// counts: remote.ErrNotDelivered (see Kind.serve), never the error's
+// text, so that a delivered request is never sent again.
 func isRefused(err error) bool {
 	if err == nil {
 		return false
 	}
-	if errors.Is(err, ErrMoved) || errors.Is(err, errGateFenced) {
-		return true
+	if errors.Is(err, remote.ErrRemote) {
+		return errors.Is(err, remote.ErrNotDelivered) && !errors.Is(err, actor.ErrTerminated)
 	}
-	if !errors.Is(err, remote.ErrRemote) {
-		return false
-	}
-	if errors.Is(err, remote.ErrNotDelivered) && !errors.Is(err, actor.ErrTerminated) {
-		return true
-	}
-	s := err.Error()
-	return strings.Contains(s, ErrMoved.Error()) || strings.Contains(s, errGateFenced.Error())
+	return errors.Is(err, ErrMoved) || errors.Is(err, errGateFenced)
 }
 
 // Busy is an optional method of an entity's actor type. A member about to
 // move the entity to another member (see Rebalance) calls it in the
 // actor's own turn and leaves the entity where it is while it returns true:
 // an entity that keeps requests to answer later, or is in the middle of
-// work of its own, says so here.
+// work of its own, says so here. An entity found Busy is checked again
+// only after a request was delivered to it since (so that the checks do
+// not keep it from passivating): it stays where it is until then.
 type Busy interface {
 	Busy() bool
 }
@@ -116,12 +113,20 @@ func (r Rebalance) withDefaults(ttl time.Duration) Rebalance {
 type usage struct {
 	delivered atomic.Uint64 // requests delivered to the behaviour
 	moving    atomic.Bool   // set by the move check: the gate refuses all (ErrMoved)
-	// stopped is set by activation.stop (a fence, Leave, a move), before
+	// stopped is set by activation.stop (a fence, Leave, a move), and by
+	// the fence before it calls stop (fenceAll), before
 	// the actor is sent FinishedMsg: the gate refuses every request it
 	// has not delivered yet (errGateFenced), queued ones included, so
 	// that nothing runs in the behaviour after the stop but what had
 	// started. Read by the gate, in the actor's turn.
 	stopped atomic.Bool
+	// busyAt is 1 + the delivered count at which a move check found the
+	// entity Busy (0: never): the rebalancer checks it again only once a
+	// request was delivered since, so that its checks (messages, which
+	// actor.WithPassivation counts as activity) do not keep an idle Busy
+	// entity from passivating. Written by the move check in the actor's
+	// turn, read by the rebalancer.
+	busyAt atomic.Uint64
 }
 
 // moveCheck is the message of a move check: the count of delivered

@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/actord/actord/actor"
 	"github.com/actord/actord/cluster"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -401,5 +403,109 @@ func TestJoinKeepsActivationsWithRebalanceOff(t *testing.T) {
 	}
 	if per["n2"] == 0 {
 		t.Errorf("no new entity placed on the new member: %v", per)
+	}
+}
+
+// A fenced member that waits for a long behaviour keeps its old record
+// (keepFenced), marked fenced: the others' placement skips it, so their
+// rebalancers do not move idle entities that run fine on them to a
+// member that refuses every activation (ErrFenced) until it joins again.
+// Here an entity served by n0 stays available once it idles, while n2
+// waits for its fenced activation.
+func TestPlacementSkipsFencedMember(t *testing.T) {
+	ns := startNATS(t)
+	reg := newRegistry()
+	const ttl = time.Second
+	rb := cluster.WithRebalance(cluster.Rebalance{Idle: 100 * time.Millisecond, Every: 50 * time.Millisecond})
+	px := startProxy(t, fmt.Sprintf("127.0.0.1:%d", ns.opts.Port))
+	n0 := startSlowOpts(t, ns.url(), "n0", reg, cluster.WithTTL(ttl), rb)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	x := idPlacedOn("rf-x", "n2", "n0", "n2")    // activated on n0 alone, placed on n2 later
+	long := idPlacedOn("rf-l", "n2", "n0", "n2") // n2's own, busy across the fence
+	if r, err := n0.k.Ask(ctx, x, &Op{}); err != nil || r.Node != "n0" {
+		t.Fatalf("%+v %v", r, err)
+	}
+	// Keep x busy so that it does not move when n2 joins.
+	var stopTraffic atomic.Bool
+	traffic := make(chan struct{})
+	go func() {
+		defer close(traffic)
+		for !stopTraffic.Load() {
+			_, _ = n0.k.Ask(ctx, x, &Op{})
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	n2 := startSlowOpts(t, px.url(), "n2", reg, cluster.WithTTL(ttl), rb)
+	waitMembers(t, 2, n0, n2)
+	if r, err := n2.k.Ask(ctx, long, &Op{}); err != nil || r.Node != "n2" {
+		t.Fatalf("%+v %v", r, err)
+	}
+	go func() { _, _ = n2.k.Ask(ctx, long, &Op{Sleep: 6 * ttl}) }()
+	time.Sleep(50 * time.Millisecond)
+	px.partition() // a stall shorter than the TTL: n2 fences, its record survives
+	waitFor(t, 2*ttl, "n2 fences", func() bool { return n2.k.LocalCount() == 0 })
+	px.heal()
+	time.Sleep(ttl / 2)
+	stopTraffic.Store(true)
+	<-traffic
+	if r, err := n0.k.Ask(ctx, x, &Op{}); err != nil || r.Node != "n0" {
+		t.Fatalf("x before it idles: %+v %v", r, err)
+	}
+	time.Sleep(time.Second) // x idles on n0: Idle is 100ms
+	actx, acancel := context.WithTimeout(ctx, ttl)
+	r, err := n0.k.Ask(actx, x, &Op{})
+	acancel()
+	if err != nil {
+		t.Errorf("x, served by n0 until it idled, is now unavailable: %v (n2 is fenced, in n0's view %v)", err, n0.c.Members())
+	} else {
+		t.Logf("x answered by %s", r.Node)
+	}
+}
+
+// BusyCounter is a Counter that always says it is Busy (it keeps work of
+// its own), so that rebalancing leaves it where it is.
+type BusyCounter struct{ Counter }
+
+func (*BusyCounter) Busy() bool { return true }
+
+// Idle passivation (actor.WithPassivation) ends an actor that has
+// received no message for d. The rebalancer sends a move check, a
+// message, to an idle activation that placement puts elsewhere, and a
+// Busy entity refuses to move; it is checked again only after a new
+// request, so that the checks do not reset its passivation at every look
+// (here it ends about 400ms after its last request).
+func TestBusyEntityPlacedElsewherePassivates(t *testing.T) {
+	ns := startNATS(t)
+	reg := newRegistry()
+	rb := cluster.WithRebalance(cluster.Rebalance{Idle: 100 * time.Millisecond, Every: 50 * time.Millisecond})
+	host := func(name string) func(*testKind) error {
+		return func(k *testKind) error {
+			return cluster.Host(k, func(id string) *BusyCounter { return &BusyCounter{Counter{id: id, node: name, reg: reg}} },
+				(*BusyCounter).OnHit, actor.WithPassivation(400*time.Millisecond))
+		}
+	}
+	n0 := startCustom(t, ns.url(), "n0", []cluster.Option{rb}, host("n0"))
+	id := ""
+	for i := 0; id == ""; i++ {
+		if x := fmt.Sprintf("busy-%d", i); placeAmong([]string{"n0", "n1"}, x) == "n1" {
+			id = x
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if r, err := n0.k.Ask(ctx, id, &Hit{}); err != nil || r.Node != "n0" {
+		t.Fatalf("%+v %v", r, err)
+	}
+	// Control: without another member, it passivates.
+	waitFor(t, 2*time.Second, "passivation alone", func() bool { return n0.k.LocalCount() == 0 })
+	if r, err := n0.k.Ask(ctx, id, &Hit{}); err != nil || r.Node != "n0" {
+		t.Fatalf("%+v %v", r, err)
+	}
+	startCustom(t, ns.url(), "n1", []cluster.Option{rb}, host("n1"))
+	waitFor(t, 3*time.Second, "n0 sees n1", func() bool { return len(n0.c.Members()) == 2 })
+	time.Sleep(3 * time.Second)
+	if n := n0.k.LocalCount(); n != 0 {
+		t.Errorf("the Busy entity idle for 3s with a 400ms passivation still runs on n0 (%d activations): the move checks keep it alive", n)
 	}
 }

@@ -22,8 +22,12 @@ type Singleton struct {
 
 	// mu guards the fields below: written by the singleton's goroutine and
 	// by its fence timer, read by Holding.
-	mu    sync.Mutex
-	held  bool
+	mu   sync.Mutex
+	held bool
+	// rev is the revision of the key as this member last wrote it, kept
+	// after the key is lost (a fence): a later attempt takes it back by
+	// that revision, and Leave deletes it, unless another member wrote it
+	// since.
 	rev   uint64
 	until time.Time
 	timer *time.Timer
@@ -120,15 +124,10 @@ func (s *Singleton) run() {
 			s.mu.Unlock()
 			if held {
 				s.release(rev, ended)
-			} else if ended != nil {
-				// Stopped by the fence timer: Leave waits for its end too.
-				s.c.mu.Lock()
-				leave := s.c.leaveCtx
-				s.c.mu.Unlock()
-				select {
-				case <-ended:
-				case <-leave.Done():
-				}
+			} else if rev != 0 {
+				// Stopped by the fence timer: Leave waits for its end
+				// too, then deletes the key if this member wrote it last.
+				s.release(rev, ended)
 			}
 			return
 		case <-tick.C:
@@ -196,14 +195,23 @@ func (s *Singleton) attempt() {
 	sent := time.Now()
 	var err error
 	var newRev uint64
-	if held {
+	if held || rev != 0 {
+		// Refresh, or take back the key that this member wrote last (a
+		// fence stopped its actor, which has ended: see above).
 		newRev, err = c.singletons.Update(ctx, s.name, val, rev)
-	} else {
+	}
+	if !held && (rev == 0 || err != nil) {
 		newRev, err = c.singletons.Create(ctx, s.name, val)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.epoch != epoch || c.ctx.Err() != nil {
+		// Fenced or left meanwhile. A late success still wrote the key:
+		// keep its revision, so that the next attempt or Leave replaces
+		// it instead of leaving it fresh, held by nobody, for a TTL.
+		if err == nil {
+			s.rev = newRev
+		}
 		return
 	}
 	if err != nil {

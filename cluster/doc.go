@@ -334,24 +334,23 @@
 // Kinds are defined and hosted before Join. Rebalancing knows only the
 // requests that reach the gate: an entity that keeps a request to answer
 // later, for longer than Rebalance.Idle, should say it is Busy meanwhile,
-// or a move ends it and the kept request fails with actor.ErrTerminated.
-// A request that reaches the activation after the move's
-// actor.FinishedMsg (sent through a port that Get returned before the
-// move, or read by the member's node just before the unexport) fails
-// undelivered with actor.ErrTerminated, as after a passivation: a window
-// of a few instructions; Kind.Ask sends such a request again, through a
-// local port or a remote one (see "What is guaranteed"), at most 16 times
-// per Ask. Each
-// member watches the
-// whole activations' bucket, so each activation's claim and release reach
-// every member: the registry's traffic grows with activations times
-// members. Get keeps the routes it found to remote activations (at most
-// 65,536 per kind, then it starts afresh), used while their member keeps
-// the same incarnation in the view; otherwise it reads the key (one round
-// trip to the server). A route made stale by a passivation costs one
-// refused ask, which Ask retries with a fresh Get (BenchmarkAsk compares
-// Kind.Ask with an ask through a port Get returned, and with a raw NATS
-// request). Entity ids are at most 512 bytes and not empty. The activation request's subjects are not those of package
+// or a move ends it and the kept request fails with actor.ErrTerminated. A
+// request that reaches the activation after the move's actor.FinishedMsg
+// (sent through a port that Get returned before the move, or read by the
+// member's node just before the unexport) fails undelivered with
+// actor.ErrTerminated, as after a passivation: a window of a few
+// instructions; Kind.Ask sends such a request again, through a local port
+// or a remote one (see "What is guaranteed"), at most 16 times per Ask.
+// Each member watches the whole activations' bucket, so each activation's
+// claim and release reach every member: the registry's traffic grows with
+// activations times members. Get keeps the routes it found to remote
+// activations (at most 65,536 per kind, then it starts afresh), used while
+// their member keeps the same incarnation in the view; otherwise it reads
+// the key (one round trip to the server). A route made stale by a
+// passivation costs one refused ask, which Ask retries with a fresh Get
+// (BenchmarkAsk compares Kind.Ask with an ask through a port Get returned,
+// and with a raw NATS request). Entity ids are at most 512 bytes and not
+// empty. The activation request's subjects are not those of package
 // remote's security model (see "Security").
 //
 // # Concurrency

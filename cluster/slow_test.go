@@ -5,7 +5,6 @@ package cluster_test
 
 import (
 	"context"
-	"hash/fnv"
 	"strconv"
 	"testing"
 	"time"
@@ -112,30 +111,13 @@ func (n *snode) stop(t testing.TB) {
 	n.sys = nil
 }
 
-// rscore is a copy of the package's rendezvous score (kind.go: score).
-func rscore(node, kind, id string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(node))
-	h.Write([]byte{0})
-	h.Write([]byte(kind))
-	h.Write([]byte{0})
-	h.Write([]byte(id))
-	x := h.Sum64()
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
-}
-
 // idPlacedOn returns an id with prefix that placement over members puts on want.
 func idPlacedOn(prefix, want string, members ...string) string {
 	for i := 0; ; i++ {
 		id := prefix + strconv.Itoa(i)
 		best, bs := "", uint64(0)
 		for _, m := range members {
-			if s := rscore(m, "slow", id); best == "" || s > bs || s == bs && m < best {
+			if s := cluster.Score(m, "slow", id); best == "" || s > bs || s == bs && m < best {
 				best, bs = m, s
 			}
 		}

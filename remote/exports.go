@@ -14,7 +14,8 @@ type exportTable struct {
 	// a lookup sees the table before or after a change, never during one.
 	// Read sections hold mu for one map access and nothing else (never a
 	// delivery), so a writer waits for at most one lookup, and the reader
-	// for at most one insert or delete.
+	// for at most one insert or delete. Lock order: Export takes mu inside
+	// Node.mu; nothing takes Node.mu while holding mu.
 	mu sync.RWMutex
 	m  map[string]*export
 }

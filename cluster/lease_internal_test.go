@@ -187,8 +187,8 @@ type fenceEnt struct{ actor.Actor }
 // The fence must shut every local activation's gate "at once": within
 // the lease's margin (TTL/5), since the key may expire then, and all
 // under lease.mu. Stopping activations one by one (each a.stop does an
-// Unexport, which copies the node's export map) costs O(N²); the fence
-// shuts every gate first and leaves the stops to a goroutine of its own.
+// Unexport and more) would hold lease.mu for all of them; the fence shuts
+// every gate first and leaves the stops to a goroutine of its own.
 func TestFenceOfManyActivationsShutsGatesWithinMargin(t *testing.T) {
 	url := startTestNATS(t)
 	const ttl = time.Second

@@ -3,6 +3,7 @@ package remote_test
 import (
 	"context"
 	"runtime"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -285,4 +286,38 @@ func BenchmarkRequestReplyHandoff(b *testing.B) {
 	n.Close()
 	stopSystem(b, sysA)
 	stopSystem(b, sysB)
+}
+
+// BenchmarkExportMany exports n ports under distinct names on one node, then
+// unexports them all, as the cluster module does with one port per
+// activation. ns/export is the cost of one Export plus its Unexport; it
+// should not grow with n.
+func BenchmarkExportMany(b *testing.B) {
+	url := startNATS(b, 0)
+	sys := startSystem(b)
+	nd := connect(b, sys, url, "b")
+	sink, err := actor.Spawn(sys, &Sink{done: make(chan struct{}, 1)})
+	must(b, err)
+	p, _ := actor.Bind(sink, (*Sink).OnAdd)
+	codec := remote.CBOR[*Add]()
+	for _, n := range []int{1_000, 10_000} {
+		names := make([]string, n)
+		for i := range names {
+			names[i] = "p" + strconv.Itoa(i)
+		}
+		b.Run("n="+strconv.Itoa(n), func(b *testing.B) {
+			for b.Loop() {
+				for _, name := range names {
+					must(b, remote.Export(nd, name, p, codec))
+				}
+				for _, name := range names {
+					must(b, nd.Unexport(name))
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/export")
+		})
+	}
+	must(b, actor.SendPill(sink, actor.FinishedMsg))
+	nd.Close()
+	stopSystem(b, sys)
 }

@@ -22,6 +22,10 @@ import (
 // bareNode is a node named name as Connect builds it, with prefix "actord"
 // and no NATS connection nor subscription: enough for the handlers that
 // do not publish. It must not be closed.
+// tableOf returns an export table holding the exports of m (the handlers
+// take the table as a parameter, so that tests can give them one).
+func tableOf(m map[string]*export) *exportTable { return &exportTable{m: m} }
+
 func bareNode(t testing.TB, name string) *Node {
 	t.Helper()
 	n := &Node{
@@ -41,8 +45,6 @@ func bareNode(t testing.TB, name string) *Node {
 	}
 	n.st.init()
 	n.header = appendString([]byte{wireVersion}, []byte(name))
-	empty := map[string]*export{}
-	n.exports.Store(&empty)
 	return n
 }
 
@@ -143,7 +145,7 @@ func TestOnSend(t *testing.T) {
 			from, _ := n.peer([]byte("x"), false)
 			from.rxNext = 7
 			var rec recorder
-			exports := map[string]*export{"add": rec.export(hashAdd, false), "echo": rec.export(hashEcho, true)}
+			exports := tableOf(map[string]*export{"add": rec.export(hashAdd, false), "echo": rec.export(hashEcho, true)})
 			r := withNext(c.body, c.err, kindPing)
 			err := n.onSend(from, exports, &r)
 			s := n.Stats()
@@ -219,7 +221,7 @@ func TestOnRequest(t *testing.T) {
 			n := bareNode(t, "b")
 			from, _ := n.peer([]byte("x"), false)
 			var rec recorder
-			exports := map[string]*export{"add": rec.export(hashAdd, false), "echo": rec.export(hashEcho, true)}
+			exports := tableOf(map[string]*export{"add": rec.export(hashAdd, false), "echo": rec.export(hashEcho, true)})
 			r := withNext(c.body, c.err, kindPong)
 			err := n.onRequest(from, exports, &r)
 			s := n.Stats()
@@ -298,7 +300,7 @@ func TestOnRequestRefusalAnswered(t *testing.T) {
 	n := testNode(t, "b")
 	sub, from := answers(t, n)
 	var rec recorder
-	exports := map[string]*export{"add": rec.export(hashAdd, false), "echo": rec.export(hashEcho, true)}
+	exports := tableOf(map[string]*export{"add": rec.export(hashAdd, false), "echo": rec.export(hashEcho, true)})
 	for _, c := range []struct {
 		body []byte
 		want []byte
@@ -631,8 +633,7 @@ func TestOnMsgDispatch(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			n := bareNode(t, "b")
 			var r recorder
-			exports := map[string]*export{"add": r.export(hashAdd, false)}
-			n.exports.Store(&exports)
+			n.exports.m = map[string]*export{"add": r.export(hashAdd, false)}
 			x, _ := n.peer([]byte("x"), false)
 			x.markDown() // not imported: no prober
 			id, ch := askOf(t, n, x)

@@ -40,11 +40,12 @@ type Node struct {
 	maxRecord  int
 	batchBytes int
 
-	// exports is a copy-on-write map read without locks by the receiving
-	// goroutine; writers replace it while holding mu.
-	exports atomic.Pointer[map[string]*export]
+	// exports holds the exported ports, with a lock of its own (see
+	// exportTable): Export adds to it under mu as well, so that no port is
+	// exported once Close has set closed.
+	exports exportTable
 
-	mu    sync.Mutex // guards peers, transient, closed (writes), and export writes
+	mu    sync.Mutex // guards peers, transient, closed (writes), and Export's check of closed
 	peers map[string]*peer
 	// transient counts the peers in peers that were never imported
 	// (created to answer a request or a ping); at maxTransientPeers,
@@ -195,8 +196,6 @@ func Connect(sys *actor.System, url, name string, opts ...Option) (*Node, error)
 	n.header = appendString([]byte{wireVersion}, []byte(name))
 	n.maxRecord = int(nc.MaxPayload()) - len(n.header)
 	n.batchBytes = min(64<<10, int(nc.MaxPayload()))
-	empty := map[string]*export{}
-	n.exports.Store(&empty)
 	if err := n.claimName(); err != nil {
 		nc.Close()
 		return nil, err
@@ -571,35 +570,18 @@ func (n *Node) addExport(name string, ex *export) error {
 	if n.closed.Load() {
 		return ErrClosed
 	}
-	old := *n.exports.Load()
-	if _, ok := old[name]; ok {
+	if !n.exports.add(name, ex) {
 		return fmt.Errorf("%w: %q", ErrNameTaken, name)
 	}
-	m := make(map[string]*export, len(old)+1)
-	for k, v := range old {
-		m[k] = v
-	}
-	m[name] = ex
-	n.exports.Store(&m)
 	return nil
 }
 
 // Unexport withdraws the port exported under name: later messages for it are
 // refused as for a name never exported. Error: ErrUnknownName.
 func (n *Node) Unexport(name string) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	old := *n.exports.Load()
-	if _, ok := old[name]; !ok {
+	if !n.exports.remove(name) {
 		return fmt.Errorf("%w: %q", ErrUnknownName, name)
 	}
-	m := make(map[string]*export, len(old))
-	for k, v := range old {
-		if k != name {
-			m[k] = v
-		}
-	}
-	n.exports.Store(&m)
 	return nil
 }
 
@@ -763,7 +745,7 @@ func (n *Node) onData(m *nats.Msg, sender string) {
 		from.markUp() // a frame from a node proves it is connected again
 	}
 	n.sequence(from, seq)
-	exports := *n.exports.Load()
+	exports := &n.exports
 	for len(r.b) > 0 {
 		var err error
 		switch r.byte() {
@@ -792,7 +774,7 @@ func (n *Node) onData(m *nats.Msg, sender string) {
 // type; else it is refused, counted (Stats.UnknownName or
 // Stats.WrongType) and logged. An undecodable payload is the export's to
 // count (Stats.DecodeErrors), not malformed here.
-func (n *Node) onSend(from *peer, exports map[string]*export, r *reader) error {
+func (n *Node) onSend(from *peer, exports *exportTable, r *reader) error {
 	name := r.bytes()
 	hash := r.u32()
 	payload := r.bytes()
@@ -817,7 +799,7 @@ func (n *Node) onSend(from *peer, exports map[string]*export, r *reader) error {
 // name is not exported, or not as a request port of that type, it is
 // refused, counted, logged and failed back to from (codeUnknownName,
 // codeWrongType).
-func (n *Node) onRequest(from *peer, exports map[string]*export, r *reader) error {
+func (n *Node) onRequest(from *peer, exports *exportTable, r *reader) error {
 	name := r.bytes()
 	hash := r.u32()
 	id := r.uvarint()
@@ -843,8 +825,8 @@ func (n *Node) onRequest(from *peer, exports map[string]*export, r *reader) erro
 // with, after counting and logging the refusal: codeUnknownName for a name
 // not exported, codeWrongType for another type, or for a request to a port
 // exported for one-way sends.
-func (n *Node) exportFor(exports map[string]*export, name []byte, hash uint32, request bool, sender string) (*export, byte) {
-	ex := exports[string(name)]
+func (n *Node) exportFor(exports *exportTable, name []byte, hash uint32, request bool, sender string) (*export, byte) {
+	ex := exports.lookup(name)
 	switch {
 	case ex == nil:
 		n.st.unknownName.Add(1)

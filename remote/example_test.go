@@ -2,6 +2,7 @@ package remote_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -169,4 +170,50 @@ func ExampleForward() {
 	// Output:
 	// forwarder: <nil>
 	// from a timer on node a
+}
+
+// OnServe sees each request an export serves and how it ended: here the
+// serving side logs the requests that failed.
+func ExampleOnServe() {
+	ns := exampleNATS()
+	defer ns.WaitForShutdown()
+	defer ns.Shutdown()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+
+	sysB, _ := actor.Start()
+	b, _ := remote.Connect(sysB, ns.ClientURL(), "b")
+	g, _ := actor.Spawn(sysB, &Greeter{})
+	greet, _ := actor.Bind(g, (*Greeter).OnGreet)
+	remote.ExportRequest(b, "greet", greet, remote.JSON[*Greet](), remote.JSON[string](),
+		remote.OnServe(func(m *Greet) func(error) error {
+			name := m.Name // the request is the receiver's once sent: read it now
+			return func(err error) error {
+				if err != nil {
+					fmt.Println("served", name+":", err)
+				}
+				return err // unchanged
+			}
+		}))
+
+	sysA, _ := actor.Start()
+	a, _ := remote.Connect(sysA, ns.ClientURL(), "a")
+	greetB, _ := remote.ImportRequest(a, "b", "greet", remote.JSON[*Greet](), remote.JSON[string]())
+	fmt.Println(greetB.Ask(ctx, &Greet{Name: "Ada"}))
+
+	actor.SendPill(g, actor.FinishedMsg)
+	for g.Alive() {
+		time.Sleep(time.Millisecond)
+	}
+	_, err := greetB.Ask(ctx, &Greet{Name: "Bob"})
+	fmt.Println(errors.Is(err, actor.ErrTerminated), errors.Is(err, remote.ErrNotDelivered))
+
+	a.Close()
+	b.Close()
+	sysA.Stop(ctx)
+	sysB.Stop(ctx)
+	// Output:
+	// hello, Ada <nil>
+	// served Bob: executor: actor terminated
+	// true true
 }

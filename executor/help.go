@@ -553,23 +553,29 @@ func (w *worker) lentRun(body func()) {
 	body()
 }
 
-// giveBack ends a lend (H4): the worker's statistics are published, and
-// it is parked again, or woken if its own S3 re-check would not let it
-// sleep or a visit is left to it.
+// giveBack ends a lend (H4): the worker's statistics are published if
+// its visit is over, and it is parked again, or woken if its own S3
+// re-check would not let it sleep or a visit is left to it.
 func (w *worker) giveBack() {
 	e := w.e
 	left := w.cur != nil
 	if left {
 		// A visit left to the owner: no caller may borrow the worker
-		// until the owner has finished it (lendOwner).
+		// until the owner has finished it (lendOwner). Nor are its
+		// counters published: they are consistent only between batches
+		// (the gulp is counted, its deliveries are not all made, and a
+		// dead letter or a discarded firing the owner counts later in
+		// the batch would make MessagesProcessed go down); the owner
+		// publishes once it has finished the visit, and Stats meanwhile
+		// reads what was published before.
 		w.visitLeft.Store(true)
 	} else {
 		// The visit is over: resolve its handoff slot as a worker
 		// does before it parks. A visit left to the owner keeps them.
 		w.flushHandoff()
 		w.next, w.follows, w.batchFrom = nil, 0, nil
+		w.publish(e.statsEpoch.Load())
 	}
-	w.publish(e.statsEpoch.Load())
 	w.unlend(left)
 }
 

@@ -56,7 +56,7 @@ func TestHelpedExtended(t *testing.T) {
 				require.True(t, p.in)
 				require.ErrorIs(t, p.askErr, ErrAskInBehaviour)
 			}
-			require.Equal(t, uint64(asks), callerVisits(e))
+			waitFor(t, "caller visits published", func() bool { return callerVisits(e) == uint64(asks) })
 			require.Zero(t, p.twice.Load())
 			require.NoError(t, SendPill(&p.cell, p, NewPill(Finished)))
 			require.NoError(t, e.Stop(context.Background()))
@@ -91,7 +91,7 @@ func TestHelpedExtendedPanic(t *testing.T) {
 	var pe *PanicError
 	require.ErrorAs(t, err, &pe)
 	require.Equal(t, "helped panic", pe.Value)
-	require.Equal(t, uint64(1), callerVisits(e))
+	waitFor(t, "caller visits published", func() bool { return callerVisits(e) == uint64(1) })
 	require.Equal(t, goid.Get(), bad.g, "not run by the asking goroutine")
 	n := <-notices
 	require.Equal(t, ReasonPanic, n.Reason)
@@ -122,7 +122,7 @@ func TestHelpedExtendedPanic(t *testing.T) {
 	v, err := Ask(context.Background(), rp, &greq{})
 	require.NoError(t, err)
 	require.Equal(t, 7, v)
-	require.Equal(t, visits+2, callerVisits(e))
+	waitFor(t, "caller visits published", func() bool { return callerVisits(e) == visits+2 })
 	require.True(t, rp.Alive())
 	require.Equal(t, 2, res.n)
 	require.NoError(t, SendPill(&res.cell, res, NewPill(Finished)))
@@ -149,7 +149,7 @@ func TestHelpedExtendedTerminates(t *testing.T) {
 	v, err := Ask(context.Background(), port, &greq{})
 	require.NoError(t, err)
 	require.Equal(t, 1, v)
-	require.Equal(t, uint64(1), callerVisits(e))
+	waitFor(t, "the owner's publication of the visit the helper left", func() bool { return callerVisits(e) == 1 })
 	n := <-notices
 	require.Equal(t, ReasonNormal, n.Reason)
 	select {
@@ -350,9 +350,9 @@ func TestHelpedAskReturnsBeforeStoppedHook(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Ask waits for the Stopped hook of the actor it helped")
 	}
-	require.Equal(t, uint64(1), callerVisits(e))
 	close(h.gone)
 	<-h.done
+	waitFor(t, "the owner's publication of the visit the helper left", func() bool { return callerVisits(e) == 1 })
 	require.Equal(t, ReasonNormal, h.why)
 	require.NoError(t, e.Stop(context.Background()))
 }

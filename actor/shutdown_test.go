@@ -63,16 +63,23 @@ func (a *sdPlain) Deposit(m *sdDeposit) actor.Allocation { a.n += m.N; return ac
 type sdBlocker struct {
 	actor.Actor
 	release chan struct{}
+	started chan struct{} // if not nil, receives once the behaviour has begun
 }
 
 type sdBlock struct{ actor.Message }
 
-func (b *sdBlocker) Block(*sdBlock) actor.Allocation { <-b.release; return actor.Nodelete }
+func (b *sdBlocker) Block(*sdBlock) actor.Allocation { b.begin(); <-b.release; return actor.Nodelete }
+
+func (b *sdBlocker) begin() {
+	if b.started != nil {
+		b.started <- struct{}{}
+	}
+}
 
 // sdIngest is another type that blocks.
 type sdIngest struct{ sdBlocker }
 
-func (b *sdIngest) Block(*sdBlock) actor.Allocation { <-b.release; return actor.Nodelete }
+func (b *sdIngest) Block(*sdBlock) actor.Allocation { b.begin(); <-b.release; return actor.Nodelete }
 
 // Shutdown stops actors that never end by themselves, runs their Stopped
 // hooks with ReasonStopped, tells watchers ReasonStopped, delivers the
@@ -156,12 +163,20 @@ func TestShutdownContextEndsNamesTypes(t *testing.T) {
 	}
 	release := make(chan struct{})
 	defer close(release)
+	// Each blocker is running before the next is sent to and before
+	// Shutdown: a message gulped in the same batch as a behaviour that
+	// never returns waits for it (the batch is the worker's), so the
+	// sdPlain's termination must not be sent while a batch that could
+	// hold it is still being formed.
+	started := make(chan struct{})
 	for range 2 {
-		b, _ := actor.Spawn(sys, &sdBlocker{release: release})
+		b, _ := actor.Spawn(sys, &sdBlocker{release: release, started: started})
 		actor.Send(b, &sdBlock{}, (*sdBlocker).Block)
+		<-started
 	}
-	in, _ := actor.Spawn(sys, &sdIngest{sdBlocker{release: release}})
+	in, _ := actor.Spawn(sys, &sdIngest{sdBlocker{release: release, started: started}})
 	actor.Send(in, &sdBlock{}, (*sdIngest).Block)
+	<-started
 	actor.Spawn(sys, &sdPlain{}) // stops
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()

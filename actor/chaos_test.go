@@ -67,7 +67,9 @@ import (
 //
 // Seed: -seed N (go test ./actor -run TestChaos -seed N), else the clock;
 // the seed is logged. ACTORD_CHAOS=1 runs rounds for ACTORD_CHAOS_DURATION
-// (default 2m); -short runs one short round.
+// (default 2m); -short runs one short round. ACTORD_CHAOS_NOHELP=1 turns
+// callers that help off (WithoutCallerHelp), to tell whether a failure
+// needs them.
 
 var chaosSeedFlag = flag.Uint64("seed", 0, "seed for TestChaos (0: from the clock)")
 
@@ -159,6 +161,7 @@ type chaosHarness struct {
 
 	chansMu sync.Mutex
 	chans   []<-chan *actor.Terminated
+	chanOf  []string // what each of chans watches, for a failure's message
 
 	sys2     *actor.System // the migrant's second system (fuzzRespawnAcross)
 	mig      *migrant
@@ -540,6 +543,7 @@ func (a *chaosActor) step(ttl int) actor.Allocation {
 				if err == nil {
 					h.chansMu.Lock()
 					h.chans = append(h.chans, ch)
+					h.chanOf = append(h.chanOf, fmt.Sprintf("chaos actor %d (hooked %v, escalating %v) of itself as it ends", a.id, a.outer != nil, a.escSup >= 0))
 					h.chansMu.Unlock()
 				}
 			}
@@ -1015,6 +1019,7 @@ func runChaosRound(t *testing.T, seed uint64) {
 		LocalBatch:      []int{-1, 1, 4, 256}[rng.IntN(4)],
 		QueueCapacity:   1 + rng.IntN(8),
 		Steal:           heur,
+		NoCallerHelp:    os.Getenv("ACTORD_CHAOS_NOHELP") == "1",
 	}
 	forced := rng.IntN(2) == 0
 	chaosFor := time.Duration(500+rng.IntN(700)) * time.Millisecond
@@ -1137,12 +1142,14 @@ func runChaosRound(t *testing.T, seed uint64) {
 			case 7:
 				h.setTimer(rng)
 			case 8:
-				wp, _ := h.ports(rng.IntN(len(h.chaos)))
+				i := rng.IntN(len(h.chaos))
+				wp, _ := h.ports(i)
 				ch, err := actor.WatchChan(wp)
 				h.checkErr("WatchChan", err)
 				if err == nil {
 					h.chansMu.Lock()
 					h.chans = append(h.chans, ch)
+					h.chanOf = append(h.chanOf, fmt.Sprintf("chaos actor %d from outside", i))
 					h.chansMu.Unlock()
 				}
 			case 9:
@@ -1487,7 +1494,7 @@ func (h *chaosHarness) check(t *testing.T, forced bool, stopErr error) {
 		case tm := <-ch:
 			checkTerminated(h, tm)
 		case <-time.After(time.Second):
-			t.Errorf("WatchChan %d of %d: no Terminated after Stop", i, len(h.chans))
+			t.Errorf("WatchChan %d of %d (%s): no Terminated after Stop", i, len(h.chans), h.chanOf[i])
 		}
 	}
 	nch := len(h.chans)
@@ -1573,8 +1580,8 @@ func (h *chaosHarness) check(t *testing.T, forced bool, stopErr error) {
 		if sc.dead != tot.DeadLetters || sc.dropped != tot.Dropped ||
 			st.MessagesSent != tot.MessagesProcessed()+tot.DeadLetters+tot.Dropped+tot.TimersDiscarded+sc.queued+st.MailboxDroppedOldest {
 			t.Errorf("forced Stop: undelivered %d sent to terminated, %d queued, %d dropped; Stats: sent %d, processed %d, dead letters %d, "+
-				"dropped %d, dropped oldest %d", sc.dead, sc.queued, sc.dropped, st.MessagesSent, tot.MessagesProcessed(), tot.DeadLetters,
-				tot.Dropped, st.MailboxDroppedOldest)
+				"dropped %d, dropped oldest %d, timer firings discarded %d", sc.dead, sc.queued, sc.dropped, st.MessagesSent, tot.MessagesProcessed(), tot.DeadLetters,
+				tot.Dropped, st.MailboxDroppedOldest, tot.TimersDiscarded)
 		}
 		return
 	}

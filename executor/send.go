@@ -91,16 +91,34 @@ func (e *Executor) spawn(c *Cell, obj any, o *SpawnOptions) error {
 		t := e.ticket.Add(1) - 1
 		mb = e.mailboxes[t%uint64(len(e.mailboxes))]
 	}
+	oldMb, oldObj, oldExt := c.mb.Load(), c.obj, c.ext.Load()
 	c.mb.Store(mb)
 	c.obj = obj
 	x := newExt(obj, o, next, w)
 	if x != nil {
 		x.exec = e
 	}
-	if c.ext.Load() != x { // a store only if it changes: most actors have none
+	if oldExt != x { // a store only if it changes: most actors have none
 		c.ext.Store(x)
 	}
-	c.publishAlive(next, x == nil) // publishes the fields above to senders and workers
+	if x == nil {
+		c.publishAlive(next, true) // publishes the fields above to senders and workers
+	} else if !e.registerSpawned(c, x, next) {
+		// A forced Stop took the registry after enter: nothing would
+		// finish this actor (its watchers never told, its private
+		// queue never closed). The spawn fails, as one that came
+		// after the Stop; the word and fields go back to what they
+		// were, and nobody has seen them (the word never left
+		// spawning).
+		c.mb.Store(oldMb)
+		c.obj = oldObj
+		if oldExt != x {
+			c.ext.Store(oldExt)
+		}
+		c.abortSpawn(st)
+		e.actorGone()
+		return ErrStopped
+	}
 	e.noteSpawn(w, c, obj, next)
 	if x != nil {
 		e.extended(c, x)

@@ -139,3 +139,36 @@ func TestAbandonTakesTheSendersMessageBack(t *testing.T) {
 	assert.Empty(t, rest)
 	assert.Equal(t, putClosed, q.offer(&env, 0, Reject, false).res)
 }
+
+// A Spawn of an extended actor from a goroutine outside the system that
+// has counted its actor live (enter) when a forced Stop takes the registry
+// of extended actors (the hook runs the whole Stop there) fails with
+// ErrStopped and leaves nothing behind. It used to succeed and register the
+// actor after the Stop had taken the registry: nothing ever finished it
+// (no Stopped hook, watchers never told, its private queue never closed,
+// so messages sent to it were neither delivered nor counted).
+func TestSpawnRacingForcedStopFails(t *testing.T) {
+	e, err := Start(Config{Workers: 2})
+	require.NoError(t, err)
+	o := &stopSink{stopped: make(chan Reason, 4)}
+	hits := 0
+	testHookSpawnRegister = func() {
+		hits++
+		testHookSpawnRegister = nil
+		forceStop(t, e) // our spawn counts as a live actor: the Stop is forced
+	}
+	defer func() { testHookSpawnRegister = nil }()
+	err = SpawnWith(e, &o.cell, o, SpawnOptions{OnPanic: Restart}) // a Stopper with a private queue
+	require.Equal(t, 1, hits)
+	require.ErrorIs(t, err, ErrStopped)
+	assert.False(t, registered(e, &o.cell), "registered after the forced Stop took the registry")
+	_, err = Bind(&o.cell, o, (*stopSink).onItem)
+	assert.Error(t, err, "Bind to the actor whose spawn failed")
+	assert.Equal(t, int64(0), e.live(), "the failed spawn is still counted live")
+	select {
+	case r := <-o.stopped:
+		t.Errorf("Stopped hook ran (%v) for an actor whose spawn failed", r)
+	default:
+	}
+	assert.Equal(t, uint64(0), e.Stats().Total().ActorsCreated)
+}

@@ -404,7 +404,37 @@ type supState struct {
 	stopped bool
 }
 
-// extended registers an extended actor.
+// registerSpawned ends the Spawn of the extended incarnation inc of c:
+// under sup.mu, unless a forced Stop has taken the registry (stopped: it
+// reports false, and publishes nothing), it registers x and publishes the
+// incarnation alive (publishAlive). Both under the lock, so that stopExts,
+// which takes the registry under it too, either finds c registered and
+// alive, and finishes it, or comes first, and this spawn fails: an
+// outside goroutine's Spawn that passed enter before the Stop began must
+// not leave an extended actor that no one finishes.
+func (e *Executor) registerSpawned(c *Cell, x *cellExt, inc uint32) bool {
+	if testHookSpawnRegister != nil {
+		testHookSpawnRegister()
+	}
+	e.sup.mu.Lock()
+	defer e.sup.mu.Unlock()
+	if e.sup.stopped {
+		return false
+	}
+	c.publishAlive(inc, false) // publishes the fields Spawn wrote to senders and workers
+	if e.sup.exts == nil {
+		e.sup.exts = make(map[*Cell]*cellExt)
+	}
+	e.sup.exts[c] = x
+	return true
+}
+
+// testHookSpawnRegister, if set, is called by registerSpawned before it
+// takes sup.mu: a test runs a forced Stop there.
+var testHookSpawnRegister func()
+
+// extended starts an extended actor that registerSpawned registered: its
+// Started hook's control envelope, its passivation timer.
 func (e *Executor) extended(c *Cell, x *cellExt) {
 	if x.starter != nil {
 		sendControl(c, x.inc|cellAlive|cellPlain, startMsg)
@@ -412,12 +442,6 @@ func (e *Executor) extended(c *Cell, x *cellExt) {
 	if x.pass != nil {
 		x.pass.arm(e, c, x.inc|cellAlive|cellPlain)
 	}
-	e.sup.mu.Lock()
-	if e.sup.exts == nil {
-		e.sup.exts = make(map[*Cell]*cellExt)
-	}
-	e.sup.exts[c] = x
-	e.sup.mu.Unlock()
 }
 
 // unextended removes a terminated actor from the registry.

@@ -234,13 +234,14 @@ func (x *cellExt) unwatch(wt watcher) bool {
 //
 // It registers x only if c's word is still s, read under sup.mu: while
 // sup.stopped is clear, a word that has left s never comes back to it (see
-// lifecycle.go: only a Spawn aborted in a closed executor restores a word,
-// and a forced Stop sets sup.stopped before it closes the executor), so the
+// lifecycle.go: only a Spawn aborted in a closed executor, or by a forced
+// Stop that took the registry (registerSpawned), restores a word, and a
+// forced Stop sets sup.stopped before it closes the executor), so the
 // watch's CAS from s that follows fails, and the watch looks again. This is what
 // keeps a stale watch (its incarnation ended meanwhile) from replacing the
 // entry of a later incarnation spawned extended, which its detach would then
-// delete: Spawn stores the later word (publishAlive) before it takes sup.mu
-// to register (extended), so a load under sup.mu that still sees s comes
+// delete: Spawn stores the later word (publishAlive) and registers, both
+// under sup.mu (registerSpawned), so a load under sup.mu that still sees s comes
 // before that registration, which then replaces x.
 func (e *Executor) registerWatched(c *Cell, x *cellExt, s uint32) bool {
 	e.sup.mu.Lock()

@@ -264,3 +264,49 @@ func TestFloodIntoPrivateQueueIsBounded(t *testing.T) {
 	// TestFloodFromOutsideIsBounded.
 	assert.LessOrEqual(t, s.peak, 4*floodLimit, "the private queue's peak length")
 }
+
+// FuzzEnvRing checks the private queue's ring against a slice: pushes and
+// pops in the order the fuzzer picks, across growth and wrap-around, and
+// the release of a large buffer once drained.
+func FuzzEnvRing(f *testing.F) {
+	f.Add([]byte{1, 1, 1, 0, 1, 0, 0, 0})
+	f.Add(append(make([]byte, 0, 64), []byte{9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0}...))
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		if len(ops) > 256 {
+			ops = ops[:256]
+		}
+		var r envRing
+		var model []uint32
+		next := uint32(0)
+		for _, op := range ops {
+			if op == 0 {
+				if len(model) == 0 {
+					continue
+				}
+				e := r.pop()
+				if e.coff != model[0] {
+					t.Fatalf("popped %d, want %d", e.coff, model[0])
+				}
+				model = model[1:]
+				continue
+			}
+			// op pushes up to 31*31 envelopes: a few grow it past 1024.
+			for range int(op%32) * int(op%32) {
+				r.push(envelope{coff: next})
+				model = append(model, next)
+				next++
+			}
+		}
+		if r.n != len(model) {
+			t.Fatalf("ring holds %d, model %d", r.n, len(model))
+		}
+		for _, want := range model {
+			if e := r.pop(); e.coff != want {
+				t.Fatalf("popped %d, want %d", e.coff, want)
+			}
+		}
+		if r.n != 0 || r.head != 0 || len(r.buf) > 1024 {
+			t.Fatalf("drained ring: n %d head %d len %d", r.n, r.head, len(r.buf))
+		}
+	})
+}

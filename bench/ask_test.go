@@ -19,6 +19,12 @@ func TestAskPrograms(t *testing.T) {
 		}
 	}
 	AskRoundTripChan(1000)
+	for _, w := range []int{1, 2} {
+		if err := BoundedFeed(startSystem(t, actor.WithWorkers(w)), 5*FeedBound); err != nil {
+			t.Fatal(err)
+		}
+	}
+	BoundedFeedChan(5 * FeedBound)
 }
 
 // BenchmarkPortSend is static send through a port, beside StaticSend.
@@ -104,4 +110,24 @@ func TestGoJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	GoJobsChan(500)
+}
+
+// BenchmarkBoundedFeed: one op is one message sent with SendContext from a
+// goroutine to an actor whose mailbox holds FeedBound messages (the sender
+// waits for room whenever it is full), beside a goroutine sending on a
+// channel with FeedBound slots to a consumer goroutine.
+func BenchmarkBoundedFeed(b *testing.B) {
+	b.Run("system=actord", func(b *testing.B) {
+		sys := startSystem(b)
+		b.ReportAllocs()
+		b.ResetTimer()
+		if err := BoundedFeed(sys, b.N); err != nil {
+			b.Fatal(err)
+		}
+	})
+	b.Run("system=chan", func(b *testing.B) {
+		b.ReportAllocs()
+		b.ResetTimer()
+		BoundedFeedChan(b.N)
+	})
 }

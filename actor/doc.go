@@ -133,7 +133,8 @@
 // asker has gone on never returns, which is one more reason for a
 // behaviour not to block. The goroutine of an actor.Go function helps in
 // the same way when it hands its Reply back. WithoutCallerHelp turns
-// helping off.
+// helping off. WorkerStats.CallerVisits counts the visits callers made as
+// each worker (actord_caller_visits_total in package metrics).
 //
 // # Entities
 //

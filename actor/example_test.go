@@ -703,3 +703,23 @@ func ExampleWithoutCallerHelp() {
 	// context deadline exceeded
 	// <nil>
 }
+
+// WorkerStats.CallerVisits: the visits that goroutines waiting in Ask made
+// as a parked worker, delivering their requests themselves. How many there
+// are depends on timing (a worker that is awake is not borrowed) and on
+// the platform (without goroutine identity callers do not help), so this
+// example has no fixed output.
+func ExampleWorkerStats_callerVisits() {
+	sys, _ := actor.Start(actor.WithWorkers(1))
+	l, _ := actor.Spawn(sys, &Ledger{open: make(chan struct{})})
+	close(l.open) // its books are open: it answers at once
+	balance, _ := actor.Bind(l, (*Ledger).OnBalance)
+	for range 10 {
+		time.Sleep(time.Millisecond) // time for the worker to park
+		actor.Ask(context.Background(), balance, &Balance{})
+	}
+	st, _ := sys.Stats()
+	fmt.Printf("%d of 10 asks delivered by their callers\n", st.Total().CallerVisits)
+	actor.SendPill(l, actor.FinishedMsg)
+	sys.Stop(context.Background())
+}

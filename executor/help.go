@@ -312,7 +312,7 @@ func (w *worker) helpVisit(mb *mailbox, h *helpStop) {
 		return
 	}
 	w.beginVisit(mb, n)
-	w.st.callerVisits++
+	w.st.CallerVisits++
 	w.seq += 2 // a new visit (see processCurrent)
 	for {
 		w.noteVisit()

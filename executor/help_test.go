@@ -106,7 +106,7 @@ func TestCallersThatHelp(t *testing.T) {
 			var processed, visits uint64
 			for i := range st.Workers {
 				processed += st.Workers[i].MessagesProcessed()
-				visits += st.Workers[i].callerVisits
+				visits += st.Workers[i].CallerVisits
 			}
 			asks := uint64(senders*(rounds/3) + 1)
 			require.Equal(t, uint64(senders*rounds)+asks, processed) // a nested Ask sends nothing
@@ -141,7 +141,7 @@ func BenchmarkAskHelp(b *testing.B) {
 			st := e.Stats()
 			var visits uint64
 			for i := range st.Workers {
-				visits += st.Workers[i].callerVisits
+				visits += st.Workers[i].CallerVisits
 			}
 			b.ReportMetric(float64(visits)/float64(b.N), "helped/op")
 			require.NoError(b, SendPill(&s.cell, s, NewPill(Finished)))
@@ -169,7 +169,7 @@ func callerVisits(e *Executor) uint64 {
 	st := e.Stats()
 	var n uint64
 	for i := range st.Workers {
-		n += st.Workers[i].callerVisits
+		n += st.Workers[i].CallerVisits
 	}
 	return n
 }
@@ -696,7 +696,7 @@ func TestHelperLeavingAVisitDoesNotPublish(t *testing.T) {
 	w.pubMu.Lock()
 	pub := w.pub
 	w.pubMu.Unlock()
-	require.Zero(t, pub.callerVisits, "the helper published in the middle of a visit")
+	require.Zero(t, pub.CallerVisits, "the helper published in the middle of a visit")
 	close(p.release)
 	waitFor(t, "the owner's publication", func() bool { return callerVisits(e) == 1 })
 	require.NoError(t, SendPill(&p.cell, p, NewPill(Finished)))

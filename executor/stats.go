@@ -99,6 +99,13 @@ type WorkerStats struct {
 	// system left to the awake workers, no processor being free for the
 	// owner (see the package documentation).
 	DeferredServes uint64
+	// CallerVisits counts the mailbox visits made as this worker by
+	// goroutines outside the system that borrowed it while it was parked,
+	// to deliver the request they wait for themselves (callers that help;
+	// see the package documentation). A visit a caller began is counted
+	// here once; its gulps, deliveries and local sends are counted in the
+	// worker's other counters, as the worker's own are.
+	CallerVisits uint64
 
 	StealAttempts    uint64    // times this worker acted as a thief
 	StealNoCandidate uint64    // attempts that found no candidate mailbox at the victim
@@ -130,7 +137,6 @@ type WorkerStats struct {
 	handoffs      uint64 // handed-off mailboxes this worker served itself (see handoff.go)
 	asksStarted   uint64 // requests begun on this worker (see Executor.askStarted)
 	asksDone      uint64 // requests ended on this worker
-	callerVisits  uint64 // mailbox visits made by callers that borrowed this worker (help.go)
 	private       uint64 // messages taken from private queues (privqueue.go)
 	control       uint64 // control envelopes taken (supervise.go): not user messages
 	// closed counts the dead letters Stop took from this worker's
@@ -192,6 +198,7 @@ func (s *WorkerStats) add(o *WorkerStats) {
 	s.ThreadReleases += o.ThreadReleases
 	s.BatchWaits += o.BatchWaits
 	s.DeferredServes += o.DeferredServes
+	s.CallerVisits += o.CallerVisits
 }
 
 // Stats is a snapshot of an executor's statistics.

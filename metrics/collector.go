@@ -40,7 +40,7 @@ type Collector struct {
 
 type descs struct {
 	sent, processed, localSends, missed                    *prometheus.Desc
-	gulpSize, stealSize, batchWaits, deferred              *prometheus.Desc
+	gulpSize, stealSize, batchWaits, deferred, callers     *prometheus.Desc
 	stealAttempts, stealFailures, steals, emptySteals      *prometheus.Desc
 	stealWakeups, parks, wakeups, parkedSeconds, releases  *prometheus.Desc
 	stalledSteals                                          *prometheus.Desc
@@ -86,6 +86,7 @@ func NewCollector() *Collector {
 		gulpSize:      desc("gulp_size", "Messages taken per gulp (a worker swapping a mailbox's whole queue for its empty one); _count is the number of gulps.", w...),
 		batchWaits:    desc("batch_waits_total", "Pauses of the worker at the end of a pass to let a batch gather, after a goroutine outside the system refilled a mailbox a little during its drain (a flood from outside).", w...),
 		deferred:      desc("deferred_serves_total", "Mailboxes of parked workers the worker served for wake-ups that senders outside the system left to the awake workers (no processor was free for the owner).", w...),
+		callers:       desc("caller_visits_total", "Mailbox visits made as the worker, while it was parked, by goroutines outside the system waiting for a reply (callers that help).", w...),
 		stealSize:     desc("steal_size", "Messages in each non-empty mailbox the worker stole; _count is non-empty steals, _sum messages stolen.", w...),
 		stealAttempts: desc("steal_attempts_total", "Times the worker, finding no work, tried to steal a mailbox.", w...),
 		stealFailures: desc("steal_failures_total", "Steal attempts that failed: reason=no_candidate (the victim had no waiting mailbox) or failed_swap (the wait-free swap lost a race).", labelWorker, labelReason),
@@ -217,7 +218,7 @@ func addStats(t, o *executor.Stats) {
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	d := &c.d
 	for _, x := range []*prometheus.Desc{
-		d.sent, d.processed, d.localSends, d.missed, d.gulpSize, d.stealSize, d.batchWaits, d.deferred,
+		d.sent, d.processed, d.localSends, d.missed, d.gulpSize, d.stealSize, d.batchWaits, d.deferred, d.callers,
 		d.stealAttempts, d.stealFailures, d.steals, d.emptySteals,
 		d.stealWakeups, d.stalledSteals, d.parks, d.wakeups, d.parkedSeconds, d.releases,
 		d.created, d.terminated, d.deadLetters, d.dropped, d.panics,
@@ -279,6 +280,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(d.releases, float64(w.ThreadReleases), l)
 		counter(d.batchWaits, float64(w.BatchWaits), l)
 		counter(d.deferred, float64(w.DeferredServes), l)
+		counter(d.callers, float64(w.CallerVisits), l)
 		counter(d.created, float64(w.ActorsCreated), l)
 		counter(d.terminated, float64(w.ActorsTerminated), l)
 		counter(d.deadLetters, float64(w.DeadLetters), l)

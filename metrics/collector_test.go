@@ -93,7 +93,7 @@ next:
 func twoWorkers() executor.Stats {
 	w0 := executor.WorkerStats{ActorsCreated: 3, ActorsTerminated: 2, LocalSends: 5, DeadLetters: 1, Panics: 1,
 		MissedGulps: 7, StealAttempts: 10, StealNoCandidate: 4, StealFailedSwap: 1, EmptySteals: 2,
-		StealWakeups: 6, StalledSteals: 17, Parks: 9, WakeupsBySender: 5, WakeupsByTimeout: 3, ParkedTime: 1500 * time.Millisecond, ThreadReleases: 8, BatchWaits: 11, DeferredServes: 15,
+		StealWakeups: 6, StalledSteals: 17, Parks: 9, WakeupsBySender: 5, WakeupsByTimeout: 3, ParkedTime: 1500 * time.Millisecond, ThreadReleases: 8, BatchWaits: 11, DeferredServes: 15, CallerVisits: 19,
 		Restarts: 11, Resumes: 12, Escalations: 13, BudgetExhausted: 14, Passivations: 16}
 	for _, v := range []uint64{0, 1, 1, 3, 4, 1 << 30} {
 		w0.GulpSize.Observe(v)
@@ -148,6 +148,7 @@ func TestValues(t *testing.T) {
 	require.Equal(t, 8.0, value(t, f, "actord_thread_releases_total", w("0")...))
 	require.Equal(t, 11.0, value(t, f, "actord_batch_waits_total", w("0")...))
 	require.Equal(t, 15.0, value(t, f, "actord_deferred_serves_total", w("0")...))
+	require.Equal(t, 19.0, value(t, f, "actord_caller_visits_total", w("0")...))
 	require.Equal(t, 17.0, value(t, f, "actord_stalled_steals_total", w("0")...))
 	require.Equal(t, 3.0, value(t, f, "actord_actors_created_total", w("0")...))
 	require.Equal(t, 1.0, value(t, f, "actord_actors_created_total", w("1")...))

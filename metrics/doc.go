@@ -39,6 +39,7 @@
 //	actord_gulp_size{worker}                        histogram: messages taken per gulp (_count = gulps)
 //	actord_batch_waits_total{worker}                pauses to let a batch from outside gather before a pass
 //	actord_deferred_serves_total{worker}            parked workers' mailboxes served for deferred wake-ups
+//	actord_caller_visits_total{worker}              visits made as the parked worker by callers waiting for a reply
 //	actord_missed_gulps_total{worker}               non-empty mailboxes found being processed elsewhere
 //	actord_steal_attempts_total{worker}             times the worker acted as a thief
 //	actord_steal_failures_total{worker,reason}      failed attempts: reason="no_candidate" or "failed_swap"

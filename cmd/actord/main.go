@@ -320,7 +320,7 @@ func logFinal(log *slog.Logger, coll *metrics.Collector, wm *metrics.Workload, u
 		"steal_no_candidate", t.StealNoCandidate, "steal_failed_swap", t.StealFailedSwap,
 		"messages_stolen", t.StealSize.Sum, "stalled_steals", t.StalledSteals,
 		"parks", t.Parks, "wakeups_by_sender", t.WakeupsBySender, "wakeups_by_timeout", t.WakeupsByTimeout,
-		"parked", t.ParkedTime.Round(time.Millisecond), "thread_releases", t.ThreadReleases, "batch_waits", t.BatchWaits, "deferred_serves", t.DeferredServes,
+		"parked", t.ParkedTime.Round(time.Millisecond), "thread_releases", t.ThreadReleases, "batch_waits", t.BatchWaits, "deferred_serves", t.DeferredServes, "caller_visits", t.CallerVisits,
 		"actors_created", t.ActorsCreated, "actors_terminated", t.ActorsTerminated,
 		"dead_letters", t.DeadLetters, "dropped", t.Dropped, "panics", t.Panics,
 		"restarts", t.Restarts, "resumes", t.Resumes, "escalations", t.Escalations, "restart_budget_exhausted", t.BudgetExhausted,

@@ -179,9 +179,13 @@ type nodeConfig struct {
 	opts      []cluster.Option
 }
 
-func startNode(t testing.TB, url, name string, reg *registry, cfg nodeConfig) *cnode {
+// newMember starts a system of workers workers, connects it to the NATS
+// server at url as node name (reconnecting every 50 ms, forever, without
+// jitter) and makes its cluster with opts (logging to quiet), not joined:
+// the steps every member starter of these tests shares.
+func newMember(t testing.TB, url, name string, workers int, opts ...cluster.Option) (*actor.System, *remote.Node, *cluster.Cluster) {
 	t.Helper()
-	sys, err := actor.Start(actor.WithWorkers(1), actor.WithQueues(16))
+	sys, err := actor.Start(actor.WithWorkers(workers), actor.WithQueues(16))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,11 +194,26 @@ func startNode(t testing.TB, url, name string, reg *registry, cfg nodeConfig) *c
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := append([]cluster.Option{cluster.WithTTL(cfg.ttl), cluster.WithLogger(quiet)}, cfg.opts...)
-	c, err := cluster.New(sys, node, opts...)
+	c, err := cluster.New(sys, node, append([]cluster.Option{cluster.WithLogger(quiet)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return sys, node, c
+}
+
+// joinMember joins c within 10 seconds or fails the test.
+func joinMember(t testing.TB, c *cluster.Cluster) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Join(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func startNode(t testing.TB, url, name string, reg *registry, cfg nodeConfig) *cnode {
+	t.Helper()
+	sys, node, c := newMember(t, url, name, 1, append([]cluster.Option{cluster.WithTTL(cfg.ttl)}, cfg.opts...)...)
 	k, err := cluster.NewKind(c, "counter", remote.CBOR[*Hit](), remote.CBOR[Reply]())
 	if err != nil {
 		t.Fatal(err)
@@ -205,11 +224,7 @@ func startNode(t testing.TB, url, name string, reg *registry, cfg nodeConfig) *c
 			t.Fatal(err)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := c.Join(ctx); err != nil {
-		t.Fatal(err)
-	}
+	joinMember(t, c)
 	n := &cnode{name: name, sys: sys, node: node, c: c, k: k}
 	t.Cleanup(func() { n.stop(t) })
 	return n
@@ -257,19 +272,7 @@ func memberNames(c *cluster.Cluster) []string {
 
 func startCustom(t *testing.T, url, name string, opts []cluster.Option, host func(*testKind) error) *cnode {
 	t.Helper()
-	sys, err := actor.Start(actor.WithWorkers(1), actor.WithQueues(16))
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, err := remote.Connect(sys, url, name, remote.WithLogger(quiet),
-		remote.WithNATS(nats.ReconnectWait(50*time.Millisecond), nats.MaxReconnects(-1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := cluster.New(sys, node, append([]cluster.Option{cluster.WithTTL(2 * time.Second), cluster.WithLogger(quiet)}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sys, node, c := newMember(t, url, name, 1, append([]cluster.Option{cluster.WithTTL(2 * time.Second)}, opts...)...)
 	k, err := cluster.NewKind(c, "counter", remote.CBOR[*Hit](), remote.CBOR[Reply]())
 	if err != nil {
 		t.Fatal(err)
@@ -277,11 +280,7 @@ func startCustom(t *testing.T, url, name string, opts []cluster.Option, host fun
 	if err := host(k); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := c.Join(ctx); err != nil {
-		t.Fatal(err)
-	}
+	joinMember(t, c)
 	cn := &cnode{name: name, sys: sys, node: node, c: c, k: k}
 	t.Cleanup(func() { cn.stop(t) })
 	return cn
@@ -289,19 +288,7 @@ func startCustom(t *testing.T, url, name string, opts []cluster.Option, host fun
 
 func startSlowOpts(t *testing.T, url, name string, reg *registry, opts ...cluster.Option) *snode {
 	t.Helper()
-	sys, err := actor.Start(actor.WithWorkers(2), actor.WithQueues(16))
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, err := remote.Connect(sys, url, name, remote.WithLogger(quiet),
-		remote.WithNATS(nats.ReconnectWait(50*time.Millisecond), nats.MaxReconnects(-1), nats.ReconnectJitter(0, 0)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := cluster.New(sys, node, append([]cluster.Option{cluster.WithLogger(quiet)}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sys, node, c := newMember(t, url, name, 2, opts...)
 	k, err := cluster.NewKind(c, "slow", remote.CBOR[*Op](), remote.CBOR[Reply]())
 	if err != nil {
 		t.Fatal(err)
@@ -309,11 +296,7 @@ func startSlowOpts(t *testing.T, url, name string, reg *registry, opts ...cluste
 	if err := cluster.Host(k, func(id string) *Slow { return &Slow{id: id, node: name, reg: reg, k: k} }, (*Slow).OnOp); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := c.Join(ctx); err != nil {
-		t.Fatal(err)
-	}
+	joinMember(t, c)
 	n := &snode{name: name, sys: sys, node: node, c: c, k: k}
 	t.Cleanup(func() { n.stop(t) })
 	return n

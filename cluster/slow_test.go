@@ -67,19 +67,7 @@ type snode struct {
 
 func startSlow(t testing.TB, url, name string, reg *registry, ttl time.Duration, host bool, spawn ...actor.SpawnOption) *snode {
 	t.Helper()
-	sys, err := actor.Start(actor.WithWorkers(2), actor.WithQueues(16))
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, err := remote.Connect(sys, url, name, remote.WithLogger(quiet),
-		remote.WithNATS(nats.ReconnectWait(50*time.Millisecond), nats.MaxReconnects(-1), nats.ReconnectJitter(0, 0)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := cluster.New(sys, node, cluster.WithTTL(ttl), cluster.WithLogger(quiet))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sys, node, c := newMember(t, url, name, 2, cluster.WithTTL(ttl))
 	k, err := cluster.NewKind(c, "slow", remote.CBOR[*Op](), remote.CBOR[Reply]())
 	if err != nil {
 		t.Fatal(err)
@@ -89,11 +77,7 @@ func startSlow(t testing.TB, url, name string, reg *registry, ttl time.Duration,
 			t.Fatal(err)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := c.Join(ctx); err != nil {
-		t.Fatal(err)
-	}
+	joinMember(t, c)
 	n := &snode{name: name, sys: sys, node: node, c: c, k: k}
 	t.Cleanup(func() { n.stop(t) })
 	return n

@@ -293,6 +293,7 @@ type Stats = executor.Stats
 //	GulpSize, StealSize               executor.Histogram // messages per gulp, per non-empty steal
 //	MissedGulps, BatchWaits           uint64 // scheduling: mailboxes found busy, waits for a batch
 //	DeferredServes                    uint64 // mailboxes of parked workers it served
+//	CallerVisits                      uint64 // visits made as it, parked, by callers that help
 //	StealAttempts, StealNoCandidate   uint64 // stealing: attempts, attempts without a candidate
 //	StealFailedSwap, EmptySteals      uint64 // swaps that failed, that took an empty mailbox
 //	StealWakeups, StalledSteals       uint64 // workers woken for a backlog, mailboxes taken from a stalled worker

@@ -89,7 +89,9 @@ type Msg[T any] = executor.MessagePtr[T]
 // placed on one of the system's queues, round-robin, for its whole life.
 //
 // Errors: ErrNotStarted (nil or zero System), ErrStopped (the system has
-// stopped), ErrAlreadySpawned (a is alive, or its termination is not over:
+// stopped, or a Stop whose context ended is stopping it: a Spawn racing
+// it either fails so, or its actor is one that Stop ends),
+// ErrAlreadySpawned (a is alive, or its termination is not over:
 // its Destroy hook is still running), ErrIncarnationsExhausted (a has been
 // spawned MaxIncarnations times: it is never spawned again, so that no
 // port, timer or watch of an earlier incarnation can reach a later one;

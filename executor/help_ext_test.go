@@ -200,7 +200,7 @@ func TestHelpedPassivation(t *testing.T) {
 		require.Equal(t, answered, p.n, "answered asks and deliveries differ")
 		require.Zero(t, p.twice.Load())
 	}
-	require.NotZero(t, callerVisits(e))
+	waitFor(t, "caller visits published", func() bool { return callerVisits(e) > 0 })
 	require.NoError(t, e.Stop(context.Background()))
 }
 
@@ -294,8 +294,18 @@ func TestHelpStressExtended(t *testing.T) {
 				served += a.served
 			}
 			require.Equal(t, senders*rounds, served)
-			require.NotZero(t, callerVisits(e))
-			t.Logf("caller visits: %d of %d asks", callerVisits(e), senders*rounds)
+			// How many asks were helped depends on how often a worker
+			// parked, which a fast or busy machine may never let happen
+			// under this load; so the count is logged, and the helping
+			// path is then taken once for sure: with every worker parked
+			// (and lendable), an ask to the watched actor must be helped.
+			stressVisits := callerVisits(e)
+			t.Logf("caller visits: %d of %d asks", stressVisits, senders*rounds)
+			waitAllLendable(t, e)
+			v, err := Ask(context.Background(), ps[0], &stressReq{from: senders, n: 1})
+			require.NoError(t, err)
+			require.Equal(t, 1, v)
+			waitFor(t, "a caller visit published", func() bool { return callerVisits(e) > stressVisits })
 			for _, a := range as {
 				require.NoError(t, SendPill(&a.cell, a, NewPill(Finished)))
 			}

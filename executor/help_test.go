@@ -164,6 +164,19 @@ func waitLendable(t *testing.T, e *Executor) {
 	})
 }
 
+// waitAllLendable waits until every worker of e is parked and lendable.
+func waitAllLendable(t *testing.T, e *Executor) {
+	t.Helper()
+	waitFor(t, "every worker's sleep", func() bool {
+		for _, w := range e.workers {
+			if w.lendGen.Load()&1 != 1 || w.state.Load() != workerParked {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 // callerVisits returns the mailbox visits made by helping callers on e.
 func callerVisits(e *Executor) uint64 {
 	st := e.Stats()

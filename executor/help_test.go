@@ -159,9 +159,12 @@ func helpCfg() Config { return Config{Workers: 1, ParkTimeout: -1} }
 func waitLendable(t *testing.T, e *Executor) {
 	t.Helper()
 	w := e.workers[0]
-	waitFor(t, "the worker's sleep", func() bool {
-		return w.lendGen.Load()&1 == 1 && w.state.Load() == workerParked
-	})
+	waitFor(t, "the worker's sleep", func() bool { return lendable(w) })
+}
+
+// lendable reports whether w is parked and may be lent to a caller.
+func lendable(w *worker) bool {
+	return w.lendGen.Load()&1 == 1 && w.state.Load() == workerParked
 }
 
 // waitAllLendable waits until every worker of e is parked and lendable.
@@ -169,7 +172,7 @@ func waitAllLendable(t *testing.T, e *Executor) {
 	t.Helper()
 	waitFor(t, "every worker's sleep", func() bool {
 		for _, w := range e.workers {
-			if w.lendGen.Load()&1 != 1 || w.state.Load() != workerParked {
+			if !lendable(w) {
 				return false
 			}
 		}
